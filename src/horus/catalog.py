@@ -1,0 +1,112 @@
+"""Model catalog: graph features of every model the simulator knows, per sample (batch 1).
+
+The table ``horus/data/model_catalog.csv`` is produced by the project's own feature extractor
+(``python -m horus.graph.build_catalog``; needs torch) so the simulator itself needs no torch.
+Per-sample quantities scale linearly with batch size (exact for FLOPs and activations of the
+models in the zoo). Feature names are shared with the learned predictors: see ``FEATURE_NAMES``.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from horus.errors import HorusInputError
+
+# Op-kind histogram keys, in schema order.
+OP_KINDS: tuple[str, ...] = (
+    "conv", "linear", "attention", "norm", "activation", "pooling", "embedding", "recurrent", "elementwise",
+)
+
+# The feature vector of a (model, batch size) pair, in schema order. Learned predictors, the
+# feature extractor and the catalog all use exactly these names.
+FEATURE_NAMES: tuple[str, ...] = (
+    "params",              # trainable parameters
+    "forward_flops",       # FLOPs (2 x MACs) of one forward pass at this batch size
+    "train_flops",         # forward + backward FLOPs at this batch size
+    "activation_bytes",    # bytes of intermediate tensors kept for backward at this batch size (fp32)
+    "batch_size",
+    "input_size",          # image side, sequence length, or feature count: the model's main input dim
+    "depth",               # number of weight-bearing layers on the longest path (approx.)
+    *(f"n_{k}" for k in OP_KINDS),
+)
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Graph features of one model at batch 1 plus its family and input description."""
+
+    name: str
+    family: str  # cnn, recurrent, transformer, recommendation, gan, rl, detector
+    params: int
+    forward_flops_per_sample: float
+    train_flops_per_sample: float
+    activation_bytes_per_sample: float
+    input_size: int
+    depth: int
+    op_counts: dict[str, int]
+    source: str  # how the row was obtained, e.g. "horus.graph (torch 2.13.0)" or "published: <ref>"
+
+    def features(self, batch_size: int) -> dict[str, float]:
+        """The FEATURE_NAMES vector for this model at ``batch_size``."""
+        values: dict[str, float] = {
+            "params": float(self.params),
+            "forward_flops": self.forward_flops_per_sample * batch_size,
+            "train_flops": self.train_flops_per_sample * batch_size,
+            "activation_bytes": self.activation_bytes_per_sample * batch_size,
+            "batch_size": float(batch_size),
+            "input_size": float(self.input_size),
+            "depth": float(self.depth),
+        }
+        for kind in OP_KINDS:
+            values[f"n_{kind}"] = float(self.op_counts.get(kind, 0))
+        return values
+
+
+CATALOG_COLUMNS: tuple[str, ...] = (
+    "name", "family", "params", "forward_flops_per_sample", "train_flops_per_sample",
+    "activation_bytes_per_sample", "input_size", "depth", *(f"n_{k}" for k in OP_KINDS), "source",
+)
+
+
+def parse_catalog(rows: list[dict[str, str]], source: str) -> dict[str, ModelInfo]:
+    """Parse catalog rows (as from ``csv.DictReader``); raise HorusInputError naming the bad field."""
+    models: dict[str, ModelInfo] = {}
+    for line, row in enumerate(rows, start=2):
+        try:
+            info = ModelInfo(
+                name=row["name"],
+                family=row["family"],
+                params=int(float(row["params"])),
+                forward_flops_per_sample=float(row["forward_flops_per_sample"]),
+                train_flops_per_sample=float(row["train_flops_per_sample"]),
+                activation_bytes_per_sample=float(row["activation_bytes_per_sample"]),
+                input_size=int(float(row["input_size"])),
+                depth=int(float(row["depth"])),
+                op_counts={k: int(float(row[f"n_{k}"])) for k in OP_KINDS},
+                source=row["source"],
+            )
+        except KeyError as exc:
+            raise HorusInputError(source, f"line {line}: missing column {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise HorusInputError(source, f"line {line}: bad number ({exc})") from None
+        models[info.name] = info
+    return models
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> dict[str, ModelInfo]:
+    """The catalog shipped in the package, keyed by model name."""
+    ref = resources.files("horus.data").joinpath("model_catalog.csv")
+    with ref.open("r", newline="") as fh:
+        return parse_catalog(list(csv.DictReader(fh)), "horus/data/model_catalog.csv")
+
+
+def model_info(name: str) -> ModelInfo:
+    catalog = load_catalog()
+    try:
+        return catalog[name]
+    except KeyError:
+        raise HorusInputError("model", f"unknown model {name!r}; known: {', '.join(sorted(catalog))}") from None

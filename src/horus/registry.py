@@ -1,0 +1,42 @@
+"""A tiny name -> factory registry used for policies, trace loaders, truth models and predictors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps a unique name to a factory. Use ``@REG.register("name")`` on a class or function."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._factories: dict[str, Callable[..., T]] = {}
+
+    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def decorator(factory: Callable[..., T]) -> Callable[..., T]:
+            if name in self._factories:
+                raise ValueError(f"{self.kind} {name!r} registered twice")
+            self._factories[name] = factory
+            return factory
+
+        return decorator
+
+    def create(self, name: str, **kwargs: object) -> T:
+        try:
+            factory = self._factories[name]
+        except KeyError:
+            known = ", ".join(sorted(self._factories))
+            raise KeyError(f"unknown {self.kind} {name!r}; known: {known}") from None
+        return factory(**kwargs)
+
+    def names(self) -> list[str]:
+        return sorted(self._factories)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())

@@ -1,0 +1,135 @@
+"""Scheduler state: what every policy sees, maintained identically by every backend.
+
+It holds job specs, the scheduler's *predictions* (belief) and online telemetry, never the
+truth. Per-GPU quantities are numpy arrays indexed by global GPU index, so policies can score
+all GPUs at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from horus.cluster import Cluster, GPUType
+from horus.jobs import JobSpec
+from horus.predict.base import Prediction, Predictor
+
+
+@dataclass
+class QueuedJob:
+    spec: JobSpec
+    queued_since: float  # when it (re-)entered the queue
+    attained_gpu_s: float = 0.0  # GPU-seconds received so far (for LAS/Tiresias)
+    oom_failures: int = 0  # times a start failed with out-of-memory (telemetry)
+    preemptions: int = 0
+
+
+@dataclass
+class RunningJob:
+    spec: JobSpec
+    gpus: tuple[int, ...]
+    start_time: float
+    attained_gpu_s: float = 0.0  # including service before preemptions
+    iterations_done: float = 0.0  # telemetry: progress reported by the job
+    observed_rate: float = 0.0  # telemetry: iterations per second right now
+    oom_failures: int = 0
+    preemptions: int = 0
+
+
+def gpu_share(spec: JobSpec) -> float:
+    """Share of a GPU a job requests per worker: its fraction, or 1.0 for whole-GPU jobs."""
+    return spec.gpu_fraction if spec.gpu_fraction is not None else 1.0
+
+
+@dataclass
+class GPULoad:
+    """Per-GPU belief arrays. ``Tentative`` copies these for look-ahead planning."""
+
+    pred_util: np.ndarray  # sum of predicted solo utilization of residents (fractions)
+    pred_mem_mib: np.ndarray  # sum of predicted memory of residents
+    n_residents: np.ndarray  # number of resident workers
+    alloc_share: np.ndarray  # sum of requested GPU shares (fractions; whole-GPU job = 1)
+
+    @classmethod
+    def zeros(cls, n: int) -> GPULoad:
+        return cls(np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64), np.zeros(n))
+
+    def copy(self) -> GPULoad:
+        return GPULoad(self.pred_util.copy(), self.pred_mem_mib.copy(), self.n_residents.copy(), self.alloc_share.copy())
+
+    def add(self, gpus: Iterable[int], pred: Prediction, share: float, sign: int = 1) -> None:
+        idx = np.fromiter(gpus, dtype=np.int64)
+        np.add.at(self.pred_util, idx, sign * pred.util)
+        np.add.at(self.pred_mem_mib, idx, sign * pred.mem_mib)
+        np.add.at(self.n_residents, idx, sign)
+        np.add.at(self.alloc_share, idx, sign * share)
+
+
+class SchedulerState:
+    """Queue, running jobs and per-GPU predicted load of one cluster.
+
+    Backends call ``submit``, ``start``, ``finish``, ``requeue``; policies only read (and plan on
+    ``tentative()`` copies). ``predict`` caches predictions per (job type, GPU type).
+    """
+
+    def __init__(self, cluster: Cluster, predictor: Predictor) -> None:
+        self.cluster = cluster
+        self.predictor = predictor
+        self.now: float = 0.0
+        self.queue: dict[str, QueuedJob] = {}  # insertion order = arrival/requeue order
+        self.running: dict[str, RunningJob] = {}
+        self.residents: list[list[str]] = [[] for _ in cluster.gpus]
+        self.load = GPULoad.zeros(cluster.num_gpus)
+        self.mem_capacity_mib = np.array([g.gpu_type.memory_mib for g in cluster.gpus], dtype=float)
+        self.node_of_gpu = np.array([g.node for g in cluster.gpus], dtype=np.int64)
+        self.gpu_type_names = np.array([g.gpu_type.name for g in cluster.gpus])
+        self._pred_cache: dict[tuple[str, str], Prediction] = {}
+
+    # ---- belief -------------------------------------------------------------------------
+    def predict(self, spec: JobSpec, gpu_type: GPUType) -> Prediction:
+        key = (spec.job_type, gpu_type.name)
+        pred = self._pred_cache.get(key)
+        if pred is None:
+            pred = self.predictor.predict(spec, gpu_type)
+            self._pred_cache[key] = pred
+        return pred
+
+    def tentative(self) -> GPULoad:
+        """A private copy of the per-GPU load to plan several placements on."""
+        return self.load.copy()
+
+    # ---- transitions (backends only) ----------------------------------------------------
+    def submit(self, spec: JobSpec, now: float) -> None:
+        self.queue[spec.job_id] = QueuedJob(spec, queued_since=now)
+
+    def start(self, job_id: str, gpus: tuple[int, ...], now: float) -> RunningJob:
+        queued = self.queue.pop(job_id)
+        run = RunningJob(queued.spec, gpus, now, queued.attained_gpu_s,
+                         oom_failures=queued.oom_failures, preemptions=queued.preemptions)
+        self.running[job_id] = run
+        self._apply(run, +1)
+        return run
+
+    def finish(self, job_id: str) -> RunningJob:
+        run = self.running.pop(job_id)
+        self._apply(run, -1)
+        return run
+
+    def requeue(self, job_id: str, now: float, *, oom: bool = False) -> QueuedJob:
+        """Stop a running job and put it back in the queue (preemption or OOM failure)."""
+        run = self.finish(job_id)
+        queued = QueuedJob(run.spec, queued_since=now, attained_gpu_s=run.attained_gpu_s,
+                           oom_failures=run.oom_failures + int(oom), preemptions=run.preemptions + int(not oom))
+        self.queue[job_id] = queued
+        return queued
+
+    def _apply(self, run: RunningJob, sign: int) -> None:
+        for gpu in run.gpus:
+            if sign > 0:
+                self.residents[gpu].append(run.spec.job_id)
+            else:
+                self.residents[gpu].remove(run.spec.job_id)
+        pred = self.predict(run.spec, self.cluster.gpus[run.gpus[0]].gpu_type)
+        self.load.add(run.gpus, pred, gpu_share(run.spec), sign)

@@ -1,0 +1,46 @@
+"""Truth-model interface: the simulated world's ground truth. Only the engine and oracles read it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from horus.cluster import GPUType
+from horus.registry import Registry
+
+
+@dataclass(frozen=True)
+class SoloTruth:
+    """True behaviour of one worker of a job type running alone on a GPU type."""
+
+    util: float  # GPU utilization as a fraction (1.0 = 100 %)
+    mem_mib: float  # peak GPU memory, MiB
+    iter_time_s: float  # iteration time, seconds
+
+
+class TruthModel(ABC):
+    """Ground truth for job types (``JobSpec.job_type`` keys) on GPU types."""
+
+    name: str = "truth"
+
+    @abstractmethod
+    def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth: ...
+
+    @abstractmethod
+    def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:
+        """Normalized throughput (co-located / solo, in (0, 1]) of each job sharing one GPU.
+
+        ``job_types`` lists every job on the GPU (repeats allowed); a single job gets ``[1.0]``.
+        """
+
+    def job_types(self) -> list[str]:
+        """Job types this truth knows (used by workload samplers); empty means 'any catalog model'."""
+        return []
+
+    def describe(self) -> dict[str, object]:
+        """JSON-able description for run manifests (source, parameters, fit quality, data hash)."""
+        return {"name": self.name}
+
+
+TRUTH_MODELS: Registry[TruthModel] = Registry("truth model")
