@@ -37,6 +37,10 @@ class RunningJob:
     oom_failures: int = 0
     preemptions: int = 0
 
+    def attained(self, now: float) -> float:
+        """GPU-seconds attained so far, including the current run."""
+        return self.attained_gpu_s + len(self.gpus) * (now - self.start_time)
+
 
 def gpu_share(spec: JobSpec) -> float:
     """Share of a GPU a job requests per worker: its fraction, or 1.0 for whole-GPU jobs."""

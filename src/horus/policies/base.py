@@ -32,6 +32,9 @@ Action = Start | Preempt
 class Policy(ABC):
     name: str = "policy"
     is_oracle: bool = False
+    # If set, backends also call ``schedule`` every ``tick_s`` seconds while jobs wait (e.g. for
+    # preemptive policies whose priorities change with attained service).
+    tick_s: float | None = None
 
     @abstractmethod
     def schedule(self, state: SchedulerState) -> list[Action]:

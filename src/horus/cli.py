@@ -1,0 +1,61 @@
+"""The ``horus`` command. Each area registers its subcommands from ``horus.<area>.commands``.
+
+Convention: a commands module defines ``register(subparsers) -> None`` adding parsers whose
+``func(args) -> int`` does the work, importing heavy dependencies (torch...) inside ``func`` only.
+``HorusInputError`` becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from horus import __version__
+from horus.errors import HorusInputError
+
+# Modules that contribute subcommands, in help order. Missing modules are skipped.
+COMMAND_MODULES: tuple[str, ...] = (
+    "horus.sim.commands",
+    "horus.graph.commands",
+    "horus.learn.commands",
+    "horus.profiling.commands",
+    "horus.colocation.commands",
+    "horus.interference.commands",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="horus", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"horus {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except HorusInputError as exc:
+        print(f"horus: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("horus: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
