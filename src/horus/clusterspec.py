@@ -1,0 +1,154 @@
+"""Cluster spec: a small YAML file describing nodes, GPU types and the network (docs/cluster-spec.md).
+
+Every bad field raises ``HorusInputError`` naming the file and the field path, e.g.
+``cluster.yaml: nodes[1].gpus: expected a positive integer, got -2``; unknown keys are errors too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+
+from horus.cluster import LINK_BANDWIDTH_GBPS, Cluster, GPUType, Node
+from horus.errors import HorusInputError
+from horus.gpu_types import PRESETS
+
+DEFAULT_INTER_NODE_GBPS = 12.5
+_TOP_KEYS = {"inter_node_gbps", "gpu_types", "nodes"}
+_GPU_TYPE_KEYS = {"memory_mib", "speed"}
+_NODE_KEYS = {"name", "count", "gpu_type", "gpus", "intra_link"}
+
+
+class _Fields:
+    """Typed getters over one YAML mapping that raise errors naming ``source`` and the field path."""
+
+    def __init__(self, source: str, path: str, data: object, allowed: set[str]) -> None:
+        self.source = source
+        self.path = path
+        if not isinstance(data, Mapping):
+            self.fail(path, f"expected a mapping, got {_show(data)}")
+        unknown = sorted(str(k) for k in data if k not in allowed)
+        if unknown:
+            self.fail(f"{self._at(unknown[0])}", f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        self.data: Mapping[str, Any] = data
+
+    def _at(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def fail(self, field: str, message: str) -> NoReturn:
+        raise HorusInputError(self.source, f"{field}: {message}")
+
+    def positive_int(self, key: str, default: int | None = None) -> int:
+        value = self.data.get(key, default)
+        if value is None:
+            self.fail(self._at(key), "missing (expected a positive integer)")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.fail(self._at(key), f"expected a positive integer, got {_show(value)}")
+        return int(value)
+
+    def positive_number(self, key: str, default: float | None = None) -> float:
+        value = self.data.get(key, default)
+        if value is None:
+            self.fail(self._at(key), "missing (expected a positive number)")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            self.fail(self._at(key), f"expected a positive number, got {_show(value)}")
+        return float(value)
+
+    def name(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if value is None:
+            self.fail(self._at(key), "missing (expected a name)")
+        if not isinstance(value, str) or not value.strip():
+            self.fail(self._at(key), f"expected a non-empty string, got {_show(value)}")
+        return value.strip()
+
+
+def _show(value: object) -> str:
+    return "nothing" if value is None else repr(value)
+
+
+def _parse_gpu_types(fields: _Fields) -> dict[str, GPUType]:
+    types = dict(PRESETS)
+    custom = fields.data.get("gpu_types")
+    if custom is None:
+        return types
+    if not isinstance(custom, Mapping):
+        fields.fail("gpu_types", f"expected a mapping of name -> {{memory_mib, speed}}, got {_show(custom)}")
+    for name, spec in custom.items():
+        if not isinstance(name, str) or not name.strip():
+            fields.fail("gpu_types", f"expected GPU type names as keys, got {_show(name)}")
+        entry = _Fields(fields.source, f"gpu_types.{name}", spec, _GPU_TYPE_KEYS)
+        types[name] = GPUType(name, entry.positive_int("memory_mib"), entry.positive_number("speed", 1.0))
+    return types
+
+
+def _parse_nodes(fields: _Fields, types: Mapping[str, GPUType]) -> list[Node]:
+    raw_nodes = fields.data.get("nodes")
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        fields.fail("nodes", f"expected a non-empty list of nodes, got {_show(raw_nodes)}")
+    nodes: list[Node] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(raw_nodes):
+        entry = _Fields(fields.source, f"nodes[{i}]", raw, _NODE_KEYS)
+        name = entry.name("name")
+        count = entry.positive_int("count", 1)
+        type_name = entry.name("gpu_type")
+        if type_name not in types:
+            entry.fail(f"nodes[{i}].gpu_type", f"unknown GPU type {type_name!r} (known: {', '.join(types)}; "
+                                               "define custom ones under gpu_types)")
+        gpus = entry.positive_int("gpus")
+        link = entry.name("intra_link", "nvlink")
+        if link not in LINK_BANDWIDTH_GBPS:
+            entry.fail(f"nodes[{i}].intra_link", f"expected one of {', '.join(LINK_BANDWIDTH_GBPS)}, got {link!r}")
+        names = [name] if count == 1 else [f"{name}-{k}" for k in range(count)]
+        for node_name in names:
+            if node_name in seen:
+                entry.fail(f"nodes[{i}].name", f"duplicate node name {node_name!r}")
+            seen.add(node_name)
+            nodes.append(Node(node_name, types[type_name], gpus, link))
+    return nodes
+
+
+def parse_cluster(data: object, source: str) -> Cluster:
+    """Build a Cluster from a parsed YAML document; ``source`` names it in error messages."""
+    fields = _Fields(source, "", data, _TOP_KEYS)
+    types = _parse_gpu_types(fields)
+    nodes = _parse_nodes(fields, types)
+    gbps = fields.positive_number("inter_node_gbps", DEFAULT_INTER_NODE_GBPS)
+    return Cluster(nodes, gbps)
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    """Read and validate a cluster spec YAML file."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HorusInputError(source, "file not found (expected a cluster spec YAML file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HorusInputError(source, f"cannot read cluster spec ({exc})") from None
+    return _parse_text(text, source)
+
+
+def _parse_text(text: str, source: str) -> Cluster:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise HorusInputError(source, f"{where}not valid YAML ({problem})") from None
+    if data is None:
+        raise HorusInputError(source, "empty file (expected a mapping with 'nodes')")
+    return parse_cluster(data, source)
+
+
+def default_cluster() -> Cluster:
+    """The packaged default cluster: 8 nodes x 8 V100 (NVLink), 12.5 GB/s between nodes."""
+    ref = resources.files("horus.data").joinpath("default_cluster.yaml")
+    return _parse_text(ref.read_text(encoding="utf-8"), "horus/data/default_cluster.yaml")

@@ -1,0 +1,1 @@
+"""Co-location datasets (measured by ``horus profile colocate``) and their analysis."""

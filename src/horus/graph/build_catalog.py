@@ -1,0 +1,62 @@
+"""Write the model catalog (``horus.catalog.CATALOG_COLUMNS``) for every zoo model.
+
+    python -m horus.graph.build_catalog --out PATH [--models resnet50,gpt2]
+
+Rows hold per-sample values (batch 1) at each model's default input size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from horus.catalog import CATALOG_COLUMNS, OP_KINDS
+
+
+def catalog_row(name: str) -> dict[str, object]:
+    """One catalog row for zoo model ``name`` (features extracted at batch 1)."""
+    import torch
+
+    from horus.graph.extract import extract_zoo_features
+    from horus.zoo import get_entry
+
+    entry = get_entry(name)
+    f = extract_zoo_features(name, batch_size=1)
+    row: dict[str, object] = {
+        "name": name, "family": entry.family, "params": int(f["params"]),
+        "forward_flops_per_sample": int(f["forward_flops"]), "train_flops_per_sample": int(f["train_flops"]),
+        "activation_bytes_per_sample": int(f["activation_bytes"]), "input_size": int(f["input_size"]),
+        "depth": int(f["depth"]), **{f"n_{k}": int(f[f"n_{k}"]) for k in OP_KINDS},
+        "source": f"horus.graph (torch {torch.__version__.split('+')[0]})",
+    }
+    return {column: row[column] for column in CATALOG_COLUMNS}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path, help="CSV file to write")
+    parser.add_argument("--models", default="", help="comma-separated zoo names (default: all)")
+    args = parser.parse_args(argv)
+    from horus.zoo import ZOO
+
+    names = [n for n in args.models.split(",") if n] or sorted(ZOO)
+    rows = []
+    for name in names:
+        start = time.perf_counter()
+        rows.append(catalog_row(name))
+        print(f"{name}: {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CATALOG_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {len(rows)} models to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Interference prediction: normalized throughput of jobs sharing one GPU (IASP, IAPP, baselines)."""

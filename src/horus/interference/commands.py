@@ -1,0 +1,117 @@
+"""``horus interference train|evaluate|predict``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+GAVEL_GPUS = ("v100", "p100", "k80")
+
+
+def _load(path: str, gpus: tuple[str, ...], drop_both_at_solo: bool) -> tuple[dict[str, list], str, dict]:
+    from horus.interference.data import gavel_observations
+    from horus.sources.gavel import load_gavel
+
+    data, quirks, sha = {}, {}, ""
+    for gpu in gpus:
+        table = load_gavel(path, gpu)
+        data[gpu] = gavel_observations(table, drop_both_at_solo=drop_both_at_solo)
+        quirks[gpu] = {**table.quirks, "both_at_solo_handling": "dropped" if drop_both_at_solo else "kept"}
+        sha = table.sha256
+    return data, sha, quirks
+
+
+def _train(args: argparse.Namespace) -> int:
+    from horus.interference import models  # noqa: F401  (registers every model)
+    from horus.interference.base import INTERFERENCE_MODELS
+    from horus.interference.data import default_features
+    from horus.interference.evaluation import default_factory, evaluate_splits, random_splits
+    from horus.interference.persistence import save_model
+
+    data, sha, quirks = _load(args.gavel, (args.gpu,), args.drop_both_at_solo)
+    features = default_features(args.solo_predictor)
+    obs = data[args.gpu]
+    cv = evaluate_splits(random_splits(obs, folds=5, seed=args.seed), [args.model],
+                         default_factory(features, args.seed))[args.model]
+    model = INTERFERENCE_MODELS.create(args.model, features=features, seed=args.seed).fit(obs)
+    train_pred = model.predict_observations(obs)
+    import numpy as np
+
+    from horus.interference.evaluation import metrics
+    fit = metrics(np.array([o.value for o in obs]), train_pred)
+    path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, "random_5fold": cv},
+                      extra={"data": {"source": str(args.gavel), "gpu": args.gpu, "observations": len(obs),
+                                      "quirks": quirks[args.gpu]}})
+    print(f"{args.model}: train MAE {fit['mae']:.3f}, 5-fold held-out MAE {cv['mae']:.3f} "
+          f"(Spearman {cv['spearman']:.3f}); wrote {path}")
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from horus.interference import models  # noqa: F401
+    from horus.interference.data import default_features
+    from horus.interference.evaluation import COMPARED_MODELS, PROTOCOLS, default_factory, format_table
+
+    gpus = (args.gpu, *(g for g in GAVEL_GPUS if g != args.gpu))
+    data, sha, quirks = _load(args.gavel, gpus, args.drop_both_at_solo)
+    features = default_features(args.solo_predictor)
+    names = args.models.split(",") if args.models else list(COMPARED_MODELS)
+    if features.predictor_name is None and "summed-util" in names:
+        names.remove("summed-util")  # needs predicted solo utilization
+    protocols = list(PROTOCOLS) if args.protocol == "all" else [args.protocol]
+    factory = default_factory(features, args.seed)
+    results = {p: PROTOCOLS[p](data, names, factory, train_gpu=args.gpu, folds=args.folds, seed=args.seed)
+               for p in protocols}
+    if args.json:
+        print(json.dumps({"data_sha256": sha, "quirks": quirks, "feature_names": list(features.names),
+                          "results": results}, indent=2))
+    else:
+        print(f"Gavel data sha256 {sha[:12]}; features: {', '.join(features.names)}")
+        print(f"quirks: {json.dumps(quirks)}")
+        print(format_table(results))
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from horus.interference.persistence import load_model
+
+    model = load_model(args.model_dir)
+    values = model.predict(args.job_types, args.gpu)
+    for job_type, value in zip(args.job_types, values):
+        print(f"{job_type}\t{value:.3f}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("interference", help="train / evaluate / query interference predictors")
+    sub = parser.add_subparsers(dest="interference_command", metavar="ACTION", required=True)
+
+    def data_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--gavel", required=True, help="Gavel simulation_throughputs.json")
+        p.add_argument("--gpu", default="v100", choices=GAVEL_GPUS, help="GPU type to train on")
+        p.add_argument("--drop-both-at-solo", action="store_true",
+                       help="exclude Gavel pairs where both jobs are exactly at solo throughput (kept by default)")
+        p.add_argument("--solo-predictor", default="analytic",
+                       help="registered solo predictor for util/memory features ('' for graph features only)")
+        p.add_argument("--seed", type=int, default=0)
+
+    train = sub.add_parser("train", help="train a model on Gavel pairs and save it")
+    data_args(train)
+    train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util"))
+    train.add_argument("--out", required=True, type=Path, help="output directory")
+    train.set_defaults(func=_train)
+
+    evaluate = sub.add_parser("evaluate", help="compare models under held-out protocols")
+    data_args(evaluate)
+    evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "all"))
+    evaluate.add_argument("--models", default="", help="comma-separated model names (default: all compared)")
+    evaluate.add_argument("--folds", type=int, default=5)
+    evaluate.add_argument("--json", action="store_true")
+    evaluate.set_defaults(func=_evaluate)
+
+    predict = sub.add_parser("predict", help="normalized throughput of each job of a co-located set")
+    predict.add_argument("--model-dir", required=True, type=Path)
+    predict.add_argument("--gpu", default="v100")
+    predict.add_argument("job_types", nargs="+", metavar="JOB_TYPE", help="e.g. resnet50/b64 lstm_lm/b20")
+    predict.set_defaults(func=_predict)

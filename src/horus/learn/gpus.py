@@ -1,0 +1,32 @@
+"""Resolve GPU names (preset names or NVML device names) to ``GPUType`` presets."""
+
+from __future__ import annotations
+
+from horus.cluster import GPUType
+from horus.errors import HorusInputError
+from horus.gpu_types import PRESETS
+
+# (substrings that must all appear in the upper-cased NVML name, preset), most specific first.
+_NVML_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("H200",), "H200"),
+    (("H100",), "H100"),
+    (("A100", "80GB"), "A100-80GB"),
+    (("A100",), "A100-40GB"),
+    (("V100", "32GB"), "V100-32GB"),
+    (("V100",), "V100"),
+    (("A10",), "A10"),  # after A100 rules
+    (("T4",), "T4"),
+    (("P100",), "P100"),
+    (("K80",), "K80"),
+)
+
+
+def resolve_gpu(name: str, source: str = "gpu") -> GPUType:
+    """The preset for ``name``: a preset name (``A100-80GB``) or an NVML name (``NVIDIA A100-SXM4-80GB``)."""
+    if name in PRESETS:
+        return PRESETS[name]
+    upper = name.upper()
+    for tokens, preset_name in _NVML_RULES:
+        if all(t in upper for t in tokens):
+            return PRESETS[preset_name]
+    raise HorusInputError(source, f"unknown GPU type {name!r}; expected one of {', '.join(PRESETS)} or an NVML name")

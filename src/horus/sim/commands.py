@@ -1,0 +1,173 @@
+"""``horus simulate``: run a trace on a cluster under one or more policies and compare them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    # (summary key, column header, format)
+    ("makespan_s", "makespan h", "{:.2f}"),
+    ("mean_jct_s", "mean JCT h", "{:.2f}"),
+    ("median_jct_s", "med JCT h", "{:.2f}"),
+    ("p95_jct_s", "p95 JCT h", "{:.2f}"),
+    ("mean_wait_s", "mean wait h", "{:.2f}"),
+    ("p95_wait_s", "p95 wait h", "{:.2f}"),
+    ("gpu_util_mean", "GPU util %", "{:.1f}"),
+    ("gpu_mem_occupancy_mean", "GPU mem %", "{:.1f}"),
+    ("colocated_share", "co-loc %", "{:.1f}"),
+    ("mean_slowdown", "mean slow", "{:.3f}"),
+    ("p95_slowdown", "p95 slow", "{:.3f}"),
+    ("oom_failures", "OOMs", "{:.0f}"),
+    ("jobs_failed", "failed", "{:.0f}"),
+)
+_HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
+_PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "simulate",
+        help="simulate a trace on a cluster under policies and compare them",
+        description="Simulate a job trace on a GPU cluster under one or more scheduling policies. With no arguments, "
+        "runs the embedded default workload on the embedded 64-GPU cluster under every registered policy.",
+    )
+    p.add_argument("--trace", type=Path, help="trace file (default: the embedded default workload)")
+    p.add_argument("--format", dest="fmt", default="horus", help="trace format: horus, philly or openb (default horus)")
+    p.add_argument("--cluster", type=Path,
+                   help="cluster spec YAML, or for --format openb the openb node CSV (default: embedded 8x8 V100)")
+    p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
+                   help="policy to run (repeatable; default: every registered policy)")
+    p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
+    p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
+    p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
+    p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
+    p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
+    p.add_argument("--seed", type=int, default=0, help="seed for the profile sampler (default 0)")
+    p.add_argument("--out", type=Path, help="results directory (default: results/<trace>-<UTC time>)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.set_defaults(func=run_simulate)
+
+
+def _embedded(name: str) -> Path:
+    return Path(str(resources.files("horus.data").joinpath(name)))
+
+
+def build_truth(name: str, gavel: Path | None, cluster: Any) -> Any:
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.truth.base import TRUTH_MODELS
+
+    load_all("horus.truth")
+    if name not in TRUTH_MODELS:
+        raise HorusInputError("--truth", f"unknown truth model {name!r}; known: {', '.join(TRUTH_MODELS.names())}")
+    if name == "gavel":
+        if gavel is None:
+            raise HorusInputError("--truth gavel", "needs --gavel PATH to Gavel's simulation_throughputs.json")
+        return TRUTH_MODELS.create(name, path=gavel, gpu_types=[t.name for t in cluster.gpu_types()])
+    return TRUTH_MODELS.create(name)
+
+
+def build_predictor(name: str, directory: Path | None) -> Any:
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.predict.base import PREDICTORS
+
+    load_all("horus.predict")
+    try:
+        load_all("horus.learn")
+    except ImportError:
+        pass
+    if name not in PREDICTORS:
+        raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
+    return PREDICTORS.create(name, path=directory) if directory is not None else PREDICTORS.create(name)
+
+
+def format_table(summary: dict[str, dict[str, float]]) -> str:
+    """A fixed-width comparison table, one row per policy (times in hours, shares in percent)."""
+    headers = ["policy", *(h for _, h, _ in SUMMARY_COLUMNS)]
+    rows = []
+    for policy, metrics in summary.items():
+        row = [policy]
+        for key, _, fmt in SUMMARY_COLUMNS:
+            value = metrics.get(key)
+            if value is None:
+                row.append("-")
+                continue
+            value = value / 3600 if key in _HOURS else value * 100 if key in _PERCENT else value
+            row.append(fmt.format(value))
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    from horus.clusterspec import load_cluster
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.policies.base import POLICIES
+    from horus.sim.engine import SimConfig
+    from horus.sim.runner import run_comparison
+    from horus.traces import load_openb_cluster, load_trace, materialize
+    from horus.traces.sampler import SAMPLERS
+
+    trace_path = args.trace or _embedded("default_trace.csv")
+    fmt = args.fmt if args.trace else "horus"
+    if args.cluster is None:
+        if fmt == "openb":
+            raise HorusInputError("--cluster", "--format openb needs --cluster with the openb node CSV or a cluster YAML")
+        cluster = load_cluster(_embedded("default_cluster.yaml"))
+    elif args.cluster.suffix.lower() == ".csv":
+        cluster = load_openb_cluster(args.cluster)
+    else:
+        cluster = load_cluster(args.cluster)
+    if args.max_jobs is not None and args.max_jobs < 1:
+        raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
+
+    load_all("horus.policies")
+    names = args.policies or POLICIES.names()
+    for name in names:
+        if name not in POLICIES:
+            raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
+
+    truth = build_truth(args.truth, args.gavel, cluster)
+    predictor = build_predictor(args.predictor, args.predictor_dir)
+    trace = load_trace(trace_path, fmt)
+    if args.sampler not in SAMPLERS:
+        raise HorusInputError("--sampler", f"unknown sampler {args.sampler!r}; known: {', '.join(SAMPLERS.names())}")
+    sampler = SAMPLERS.create(args.sampler, seed=args.seed)
+    reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
+    jobs = materialize(trace, truth, sampler, reference, seed=args.seed)
+    if args.max_jobs is not None:
+        jobs = jobs[: args.max_jobs]
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    outdir = args.out or Path("results") / f"{Path(trace_path).stem}-{stamp}"
+    log = sys.stderr if args.json else sys.stdout
+    print(f"horus: {len(jobs)} jobs from {trace_path} ({fmt}) on {cluster.num_gpus} GPUs; truth={truth.name}, "
+          f"predictor={predictor.name}; policies: {', '.join(names)}", file=log)
+    extra = {
+        "command": ["horus", *sys.argv[1:]],
+        "trace": {"path": str(trace_path), "format": fmt, "sha256": trace.sha256, "jobs": len(jobs),
+                  "skipped": getattr(trace, "skipped", {})},
+        "cluster_spec": str(args.cluster or _embedded("default_cluster.yaml")),
+        "sampler": sampler.describe(),
+        "seed": args.seed,
+    }
+    summary = run_comparison(jobs, cluster, names, truth, predictor, SimConfig(), outdir, extra,
+                             progress=not args.no_progress and not args.json)
+    print(format_table(summary["policies"]), file=log)
+    print(f"horus: results, manifest and plots written to {outdir}", file=log)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2, default=float)
+        print()
+    return 0

@@ -1,0 +1,400 @@
+"""Event-driven cluster simulator (docs/simulator.md).
+
+No fixed time step: jobs carry their remaining iterations and a piecewise-constant true rate;
+a job's completion event is recomputed whenever its rate changes (old events go stale through a
+version number). The policy sees only ``SchedulerState``; the truth model stays in here.
+"""
+
+from __future__ import annotations
+
+import math
+import time as wallclock
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+from tqdm import tqdm
+
+from horus.cluster import Cluster, GPUType
+from horus.comm import allreduce_time_s, gradient_bytes
+from horus.errors import HorusInputError
+from horus.jobs import JobSpec
+from horus.policies.base import Policy, Preempt, Start
+from horus.predict.base import Predictor
+from horus.sim.events import Arrival, Completion, EventQueue, OOMRestart, Tick
+from horus.sim.metrics import JobRecord, MetricsRecorder, job_frame, summarize
+from horus.state import QueuedJob, SchedulerState
+from horus.truth.base import SoloTruth, TruthModel
+
+
+class InvalidActionError(RuntimeError):
+    """A policy returned an action the simulator cannot carry out (a policy bug)."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Simulator knobs (all times in seconds)."""
+
+    oom_restart_s: float = 30.0  # lost time before a job that failed with out-of-memory is queued again
+    max_oom_retries: int = 3  # out-of-memory failures tolerated; one more marks the job failed
+    preempt_overhead_s: float = 30.0  # checkpoint-restore stall after restarting a preempted job
+    timeline_points: int = 5000  # the timeline is downsampled to at most this many rows
+
+    def describe(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class SimResult:
+    policy: str
+    summary: dict[str, float | int]
+    jobs: pd.DataFrame
+    gpus: pd.DataFrame
+    timeline: pd.DataFrame
+    events_processed: int
+    wall_s: float
+
+
+class _Live:
+    """Truth-side bookkeeping of one running job."""
+
+    __slots__ = ("spec", "job_type", "gpus", "worker_solo_s", "comm_s", "solo_rate", "rate", "remaining",
+                 "last", "stall_until", "version", "record")
+
+    def __init__(self, spec: JobSpec, gpus: tuple[int, ...], worker_solo_s: list[float], comm_s: float,
+                 remaining: float, now: float, stall_until: float, record: JobRecord) -> None:
+        self.spec = spec
+        self.job_type = spec.job_type
+        self.gpus = gpus
+        self.worker_solo_s = worker_solo_s
+        self.comm_s = comm_s
+        self.solo_rate = 1.0 / (max(worker_solo_s) + comm_s)
+        self.rate = 0.0
+        self.remaining = remaining
+        self.last = now
+        self.stall_until = stall_until
+        self.version = -1
+        self.record = record
+
+
+class _Engine:
+    def __init__(self, jobs: Sequence[JobSpec], cluster: Cluster, policy: Policy, truth: TruthModel,
+                 predictor: Predictor, config: SimConfig) -> None:
+        self.cluster = cluster
+        self.policy = policy
+        self.truth = truth
+        self.config = config
+        self.state = SchedulerState(cluster, predictor)
+        self.events = EventQueue()
+        self.arrivals = sorted(jobs, key=lambda s: s.submit_time)  # stable: ties keep input order
+        self.next_arrival = 0
+        self.records: dict[str, JobRecord] = {}
+        for spec in jobs:
+            if spec.job_id in self.records:
+                raise HorusInputError("jobs", f"job_id {spec.job_id!r} appears twice")
+            if spec.num_gpus < 1 or not spec.iterations > 0:
+                raise HorusInputError("jobs", f"job {spec.job_id!r}: expected num_gpus >= 1 and iterations > 0")
+            self.records[spec.job_id] = JobRecord(spec)
+        start = self.arrivals[0].submit_time if self.arrivals else 0.0
+        self.metrics = MetricsRecorder(cluster, start)
+        n = cluster.num_gpus
+        self.gpu_type: list[GPUType] = [g.gpu_type for g in cluster.gpus]
+        self.mem_capacity = [float(t.memory_mib) for t in self.gpu_type]
+        self.mem_used = [0.0] * n
+        self.residents: list[list[str]] = [[] for _ in range(n)]
+        self.gpu_x: list[dict[str, float]] = [{} for _ in range(n)]  # normalized throughput of each resident
+        self.live: dict[str, _Live] = {}
+        self.remaining: dict[str, float] = {}  # work left of preempted jobs
+        self.oom_waiting: dict[str, QueuedJob] = {}
+        self._solo: dict[tuple[str, str], SoloTruth] = {}
+        self._coloc: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+        self._grad_bytes: dict[str, float] = {}
+        self.version = 0
+        self.tick_pending = False
+        self.events_processed = 0
+        self.preemptions = 0
+        self.finished = 0
+
+    # ---- truth look-ups (cached) ---------------------------------------------------------------
+    def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
+        key = (job_type, gpu_type.name)
+        value = self._solo.get(key)
+        if value is None:
+            value = self.truth.solo(job_type, gpu_type)
+            if not (value.iter_time_s > 0 and math.isfinite(value.iter_time_s)):
+                raise ValueError(f"truth {self.truth.name!r}: iter_time_s of {key} must be positive, got {value}")
+            self._solo[key] = value
+        return value
+
+    def colocated(self, types: tuple[str, ...], gpu_type: GPUType) -> list[float]:
+        key = (gpu_type.name, types)
+        value = self._coloc.get(key)
+        if value is None:
+            value = [float(x) for x in self.truth.colocated_throughput(list(types), gpu_type)]
+            if len(value) != len(types) or not all(x > 0 for x in value):
+                raise ValueError(f"truth {self.truth.name!r}: colocated_throughput{key} must give one positive "
+                                 f"value per job, got {value}")
+            self._coloc[key] = value
+        return value
+
+    def comm_time(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
+        if len(gpus) == 1:
+            return 0.0
+        size = self._grad_bytes.get(spec.model)
+        if size is None:
+            size = self._grad_bytes[spec.model] = gradient_bytes(spec.model)
+        return allreduce_time_s(size, gpus, self.cluster)
+
+    # ---- main loop -----------------------------------------------------------------------------
+    def run(self, progress: bool) -> None:
+        if self.policy.is_oracle:
+            self.policy.bind_truth(self.truth)
+        self._push_next_arrival()
+        bar = tqdm(total=len(self.records), unit="job", disable=not progress, desc=self.policy.name)
+        events, state, metrics = self.events, self.state, self.metrics
+        handlers = {Completion: self._on_completion, Arrival: self._on_arrival, OOMRestart: self._on_oom_restart,
+                    Tick: self._on_tick}
+        while len(events):
+            now = events.peek_time()
+            assert now is not None
+            metrics.advance(now)
+            state.now = now
+            changed = False
+            done_before = self.finished
+            while len(events) and events.peek_time() == now:
+                event = events.pop()[1]
+                if handlers[type(event)](event, now):
+                    changed = True
+                    self.events_processed += 1
+            if not changed:
+                continue
+            if state.queue:  # with nothing queued there is nothing to start: the policy is not asked
+                self._schedule(now)
+            metrics.sample(now, len(state.queue), len(state.running))
+            if progress and self.finished != done_before:
+                bar.update(self.finished - done_before)
+                bar.set_postfix(events=self.events_processed, refresh=False)
+        bar.close()
+
+    def _push_next_arrival(self) -> None:
+        if self.next_arrival < len(self.arrivals):
+            spec = self.arrivals[self.next_arrival]
+            self.next_arrival += 1
+            self.events.push(spec.submit_time, Arrival(spec))
+
+    # ---- events (each returns False when it changed nothing) ------------------------------------
+    def _on_completion(self, event: Completion, now: float) -> bool:
+        live = self.live.get(event.job_id)
+        if live is None or live.version != event.version:
+            return False  # stale: the job was re-rated or stopped since
+        self._complete(live, now)
+        return True
+
+    def _on_arrival(self, event: Arrival, now: float) -> bool:
+        self.state.submit(event.spec, now)
+        self._push_next_arrival()
+        return True
+
+    def _on_oom_restart(self, event: OOMRestart, now: float) -> bool:
+        queued = self.oom_waiting.pop(event.job_id)
+        queued.queued_since = now
+        self.state.queue[event.job_id] = queued
+        return True
+
+    def _on_tick(self, event: Tick, now: float) -> bool:
+        self.tick_pending = False
+        return True
+
+    def _schedule(self, now: float) -> None:
+        for action in self.policy.schedule(self.state):
+            if isinstance(action, Start):
+                self._start(action, now)
+            elif isinstance(action, Preempt):
+                self._preempt(action.job_id, now)
+            else:
+                raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")
+        tick = self.policy.tick_s
+        if tick and self.state.queue and not self.tick_pending and len(self.events):
+            self.tick_pending = True
+            self.events.push(now + tick, Tick())
+
+    # ---- actions -------------------------------------------------------------------------------
+    def _validate_start(self, action: Start) -> tuple[JobSpec, tuple[int, ...]]:
+        name = self.policy.name
+        queued = self.state.queue.get(action.job_id)
+        if queued is None:
+            raise InvalidActionError(f"policy {name!r} started job {action.job_id!r}, which is not queued")
+        spec = queued.spec
+        gpus = tuple(map(int, action.gpus))
+        if len(gpus) != spec.num_gpus:
+            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on {len(gpus)} GPUs; "
+                                     f"it needs exactly {spec.num_gpus} (gang start)")
+        n = self.cluster.num_gpus
+        if (min(gpus) < 0 or max(gpus) >= n) or (len(gpus) > 1 and len(set(gpus)) != len(gpus)):
+            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on GPUs {gpus}: indices must "
+                                     f"be distinct and in [0, {n})")
+        wanted = spec.gpu_type_request
+        if wanted is not None and any(self.gpu_type[g].name != wanted for g in gpus):
+            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} off its requested GPU type "
+                                     f"{wanted!r}")
+        return spec, gpus
+
+    def _start(self, action: Start, now: float) -> None:
+        spec, gpus = self._validate_start(action)
+        job_id, job_type = spec.job_id, spec.job_type
+        record = self.records[job_id]
+        solos = [self.solo(job_type, self.gpu_type[g]) for g in gpus]
+        mem_used, capacity = self.mem_used, self.mem_capacity
+        if any(mem_used[g] + s.mem_mib > capacity[g] for g, s in zip(gpus, solos)):
+            self._oom(job_id, record, now)
+            return
+        run = self.state.start(job_id, gpus, now)
+        resumed = job_id in self.remaining
+        remaining = self.remaining.pop(job_id) if resumed else spec.iterations
+        stall_until = now + self.config.preempt_overhead_s if resumed else now
+        live = _Live(spec, gpus, [s.iter_time_s for s in solos], self.comm_time(spec, gpus), remaining, now,
+                     stall_until, record)
+        self.live[job_id] = live
+        run.iterations_done = spec.iterations - remaining
+        if record.first_start != record.first_start:  # NaN: first real start
+            record.first_start = now
+        for g, s in zip(gpus, solos):
+            self.residents[g].append(job_id)
+            mem_used[g] += s.mem_mib
+        self._rerate_gpus(gpus, now)
+
+    def _oom(self, job_id: str, record: JobRecord, now: float) -> None:
+        """The new job does not fit in true memory: it crashes at once; co-runners are unaffected."""
+        queued = self.state.queue.pop(job_id)
+        queued.oom_failures += 1
+        record.oom_failures = queued.oom_failures
+        if queued.oom_failures > self.config.max_oom_retries:
+            record.status = "failed"
+            record.end = now
+            self.remaining.pop(job_id, None)
+            self.finished += 1
+        else:
+            self.oom_waiting[job_id] = queued
+            self.events.push(now + self.config.oom_restart_s, OOMRestart(job_id))
+
+    def _preempt(self, job_id: str, now: float) -> None:
+        live = self.live.get(job_id)
+        if live is None:
+            raise InvalidActionError(f"policy {self.policy.name!r} preempted job {job_id!r}, which is not running")
+        self._advance(live, now)
+        run = self.state.running[job_id]
+        run.attained_gpu_s = run.attained(now)
+        self.state.requeue(job_id, now)
+        self.remaining[job_id] = live.remaining
+        live.record.preemptions += 1
+        self.preemptions += 1
+        self._remove(live, now)
+
+    def _complete(self, live: _Live, now: float) -> None:
+        self._advance(live, now)
+        live.record.iterations_done += live.remaining  # float residue of remaining / rate
+        live.remaining = 0.0
+        live.record.status = "completed"
+        live.record.end = now
+        self.state.finish(live.spec.job_id)
+        self.finished += 1
+        self._remove(live, now)
+
+    def _remove(self, live: _Live, now: float) -> None:
+        job_id = live.spec.job_id
+        del self.live[job_id]
+        for g in live.gpus:
+            self.residents[g].remove(job_id)
+            self.mem_used[g] -= self.solo(live.job_type, self.gpu_type[g]).mem_mib
+            if not self.residents[g]:
+                self.mem_used[g] = 0.0  # no float drift on idle GPUs
+        self._rerate_gpus(live.gpus, now)
+
+    # ---- rates ---------------------------------------------------------------------------------
+    def _rerate_gpus(self, gpus: tuple[int, ...], now: float) -> None:
+        """Residents of ``gpus`` changed: refresh those GPUs, then re-rate every job on them."""
+        if len(gpus) == 1:
+            self._refresh_gpu(gpus[0], now)
+            affected: Iterable[str] = list(self.residents[gpus[0]])
+        else:
+            seen: dict[str, None] = {}
+            for g in gpus:
+                self._refresh_gpu(g, now)
+                seen.update(dict.fromkeys(self.residents[g]))
+            affected = seen
+        for job_id in affected:
+            self._rerate(self.live[job_id], now)
+
+    def _refresh_gpu(self, g: int, now: float) -> None:
+        residents = self.residents[g]
+        gpu_type = self.gpu_type[g]
+        if not residents:
+            self.gpu_x[g] = {}
+            self.metrics.set_gpu(g, 0.0, 0.0, now)
+            return
+        if len(residents) == 1:
+            job_id = residents[0]
+            self.gpu_x[g] = {job_id: 1.0}
+            util = self.solo(self.live[job_id].job_type, gpu_type).util
+        else:
+            types = [self.live[j].job_type for j in residents]
+            key = tuple(sorted(types))
+            thr = self.colocated(key, gpu_type)
+            xs = {j: thr[key.index(t)] for j, t in zip(residents, types)}
+            self.gpu_x[g] = xs
+            util = 0.0
+            for j, t in zip(residents, types):
+                util += self.solo(t, gpu_type).util * xs[j]
+                self.live[j].record.colocated = True
+        self.metrics.set_gpu(g, min(1.0, util), self.mem_used[g], now)
+
+    def _advance(self, live: _Live, now: float) -> None:
+        """Bring ``live.remaining`` up to ``now`` at its current rate."""
+        begin = live.last if live.last > live.stall_until else live.stall_until
+        if now > begin and live.rate > 0:
+            dt = now - begin
+            done = min(live.remaining, live.rate * dt)
+            live.remaining -= done
+            record = live.record
+            record.iterations_done += done
+            record.slowdown_integral += live.solo_rate / live.rate * dt
+            record.progress_s += dt
+        live.last = now
+
+    def _rerate(self, live: _Live, now: float) -> None:
+        job_id = live.spec.job_id
+        worst = 0.0
+        for g, solo_s in zip(live.gpus, live.worker_solo_s):
+            t = solo_s / self.gpu_x[g][job_id]
+            if t > worst:
+                worst = t
+        rate = 1.0 / (worst + live.comm_s)
+        if rate == live.rate:
+            return
+        self._advance(live, now)
+        live.rate = rate
+        self.version += 1
+        live.version = self.version
+        begin = now if now > live.stall_until else live.stall_until
+        self.events.push(begin + live.remaining / rate, Completion(job_id, self.version))
+        run = self.state.running[job_id]
+        run.observed_rate = rate
+        run.iterations_done = live.spec.iterations - live.remaining
+
+    # ---- results -------------------------------------------------------------------------------
+    def result(self, wall_s: float) -> SimResult:
+        records = list(self.records.values())
+        jobs = job_frame(records)
+        end = float(jobs["end"].max()) if jobs["end"].notna().any() else self.metrics.start_time
+        summary = summarize(jobs, self.metrics, self.preemptions)
+        return SimResult(self.policy.name, summary, jobs, self.metrics.gpu_frame(end),
+                         self.metrics.timeline_frame(self.config.timeline_points), self.events_processed, wall_s)
+
+
+def simulate(jobs: Sequence[JobSpec], cluster: Cluster, policy: Policy, truth: TruthModel, predictor: Predictor,
+             config: SimConfig | None = None, progress: bool = False) -> SimResult:
+    """Run ``policy`` on ``jobs`` against ``truth`` and return metrics (deterministic)."""
+    started = wallclock.perf_counter()
+    engine = _Engine(jobs, cluster, policy, truth, predictor, config or SimConfig())
+    engine.run(progress)
+    return engine.result(wallclock.perf_counter() - started)

@@ -1,0 +1,176 @@
+"""Run metrics: O(1) time integrals per GPU change, per-job records, timeline and the summary dict.
+
+Definitions are in docs/metrics.md. All quantities are *true* (from the truth model), never the
+scheduler's predictions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from horus.cluster import Cluster
+from horus.jobs import JobSpec
+
+JOB_COLUMNS: tuple[str, ...] = (
+    "job_id", "job_type", "num_gpus", "submit", "first_start", "end", "jct", "wait", "slowdown", "colocated",
+    "oom_failures", "preemptions", "status", "iterations", "iterations_done",
+)
+GPU_COLUMNS: tuple[str, ...] = ("gpu", "node", "type", "busy_s", "util_integral", "mem_integral", "mean_util")
+TIMELINE_COLUMNS: tuple[str, ...] = ("time", "gpu_util", "queue_len", "running_jobs")
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """What happened to one job (mutable while the run goes on)."""
+
+    spec: JobSpec
+    first_start: float = math.nan
+    end: float = math.nan
+    slowdown_integral: float = 0.0  # integral of solo_rate / rate over progressing time
+    progress_s: float = 0.0  # time spent progressing (running, not stalled)
+    iterations_done: float = 0.0
+    colocated: bool = False
+    oom_failures: int = 0
+    preemptions: int = 0
+    status: str = "unfinished"  # completed | failed | unfinished
+
+
+class MetricsRecorder:
+    """Accumulates per-GPU and cluster-wide integrals of true utilization and memory.
+
+    Call ``advance(t)`` once before changing anything at time ``t``; then ``set_gpu`` for every GPU
+    whose residents changed. Each call is O(1).
+    """
+
+    def __init__(self, cluster: Cluster, start_time: float) -> None:
+        n = cluster.num_gpus
+        self.cluster = cluster
+        self.start_time = start_time
+        self._util = [0.0] * n
+        self._mem = [0.0] * n
+        self._busy = [False] * n
+        self._since = [start_time] * n
+        self._util_int = [0.0] * n
+        self._mem_int = [0.0] * n
+        self._busy_int = [0.0] * n
+        self._total_util = 0.0
+        self._total_mem = 0.0
+        self._now = start_time
+        self.util_integral = 0.0  # integral over time of sum_g util_g
+        self.mem_integral = 0.0  # integral over time of sum_g mem_g (MiB s)
+        self._timeline: list[tuple[float, float, int, int]] = []
+
+    def advance(self, now: float) -> None:
+        dt = now - self._now
+        if dt > 0:
+            self.util_integral += self._total_util * dt
+            self.mem_integral += self._total_mem * dt
+            self._now = now
+
+    def set_gpu(self, gpu: int, util: float, mem_mib: float, now: float) -> None:
+        """GPU ``gpu`` has true utilization ``util`` and memory ``mem_mib`` from ``now`` on."""
+        dt = now - self._since[gpu]
+        if dt > 0:
+            self._util_int[gpu] += self._util[gpu] * dt
+            self._mem_int[gpu] += self._mem[gpu] * dt
+            if self._busy[gpu]:
+                self._busy_int[gpu] += dt
+        self._since[gpu] = now
+        self._total_util += util - self._util[gpu]
+        self._total_mem += mem_mib - self._mem[gpu]
+        self._util[gpu] = util
+        self._mem[gpu] = mem_mib
+        self._busy[gpu] = mem_mib > 0 or util > 0
+
+    @property
+    def now(self) -> float:
+        """Time up to which the cluster-wide integrals are accumulated."""
+        return self._now
+
+    def sample(self, now: float, queue_len: int, running_jobs: int) -> None:
+        n = max(1, self.cluster.num_gpus)
+        self._timeline.append((now, max(0.0, self._total_util) / n, queue_len, running_jobs))
+
+    # ---- results ------------------------------------------------------------------------------
+    def gpu_frame(self, end: float) -> pd.DataFrame:
+        for gpu in range(self.cluster.num_gpus):
+            self.set_gpu(gpu, self._util[gpu], self._mem[gpu], end)  # close the open intervals
+        span = max(end - self.start_time, 1e-12)
+        gpus = self.cluster.gpus
+        util_int = np.asarray(self._util_int)
+        return pd.DataFrame({
+            "gpu": np.arange(len(gpus)),
+            "node": [g.node for g in gpus],
+            "type": [g.gpu_type.name for g in gpus],
+            "busy_s": np.asarray(self._busy_int),
+            "util_integral": util_int,
+            "mem_integral": np.asarray(self._mem_int),
+            "mean_util": util_int / span,
+        }, columns=list(GPU_COLUMNS))
+
+    def timeline_frame(self, max_points: int) -> pd.DataFrame:
+        rows = self._timeline
+        if len(rows) > max_points > 0:
+            keep = np.unique(np.linspace(0, len(rows) - 1, max_points).round().astype(np.int64))
+            rows = [rows[i] for i in keep]
+        return pd.DataFrame(rows, columns=list(TIMELINE_COLUMNS))
+
+
+def job_frame(records: list[JobRecord]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        s = r.spec
+        jct = r.end - s.submit_time if r.status == "completed" else math.nan
+        rows.append((
+            s.job_id, s.job_type, s.num_gpus, s.submit_time, r.first_start, r.end, jct,
+            r.first_start - s.submit_time, r.slowdown_integral / r.progress_s if r.progress_s > 0 else math.nan,
+            r.colocated, r.oom_failures, r.preemptions, r.status, s.iterations, r.iterations_done,
+        ))
+    return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+
+
+def _stat(values: pd.Series, fn: str) -> float:
+    values = values.dropna()
+    if values.empty:
+        return math.nan
+    if fn == "mean":
+        return float(values.mean())
+    if fn == "median":
+        return float(values.median())
+    return float(np.percentile(values.to_numpy(), 95))
+
+
+def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int) -> dict[str, float | int]:
+    """The summary dict (docs/metrics.md) from per-job records and the recorder's integrals."""
+    first_submit = recorder.start_time
+    completed = jobs[jobs["status"] == "completed"]
+    end = float(completed["end"].max()) if not completed.empty else recorder.now
+    span = end - first_submit
+    n_gpus = max(1, recorder.cluster.num_gpus)
+    capacity = float(sum(g.gpu_type.memory_mib for g in recorder.cluster.gpus)) or 1.0
+    # Integrals run to the last event; past the last completion nothing runs, so they add zero.
+    util_mean = recorder.util_integral / (n_gpus * span) if span > 0 else math.nan
+    mem_mean = recorder.mem_integral / (capacity * span) if span > 0 else math.nan
+    return {
+        "num_jobs": int(len(jobs)),
+        "jobs_completed": int(len(completed)),
+        "jobs_failed": int((jobs["status"] == "failed").sum()),
+        "jobs_unfinished": int((jobs["status"] == "unfinished").sum()),
+        "makespan_s": float(span),
+        "mean_jct_s": _stat(completed["jct"], "mean"),
+        "median_jct_s": _stat(completed["jct"], "median"),
+        "p95_jct_s": _stat(completed["jct"], "p95"),
+        "mean_wait_s": _stat(jobs["wait"], "mean"),
+        "p95_wait_s": _stat(jobs["wait"], "p95"),
+        "gpu_util_mean": float(util_mean),
+        "gpu_mem_occupancy_mean": float(mem_mean),
+        "colocated_share": float(jobs["colocated"].mean()) if len(jobs) else math.nan,
+        "mean_slowdown": _stat(completed["slowdown"], "mean"),
+        "p95_slowdown": _stat(completed["slowdown"], "p95"),
+        "oom_failures": int(jobs["oom_failures"].sum()),
+        "preemptions": int(preemptions),
+    }

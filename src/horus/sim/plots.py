@@ -1,0 +1,72 @@
+"""Comparison plots of several policies' runs (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from horus.sim.engine import SimResult  # noqa: E402
+
+
+def _hours(seconds: np.ndarray, origin: float) -> np.ndarray:
+    return (seconds - origin) / 3600.0
+
+
+def _origin(results: Mapping[str, SimResult]) -> float:
+    starts = [r.timeline["time"].min() for r in results.values() if not r.timeline.empty]
+    return float(min(starts)) if starts else 0.0
+
+
+def _timeline_plot(results: Mapping[str, SimResult], column: str, ylabel: str, path: Path) -> Path:
+    origin = _origin(results)
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, res in results.items():
+        tl = res.timeline
+        ax.step(_hours(tl["time"].to_numpy(), origin), tl[column].to_numpy(), where="post", label=name, lw=1)
+    ax.set_xlabel("time since first submission (h)")
+    ax.set_ylabel(ylabel)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_util_over_time(results: Mapping[str, SimResult], path: Path) -> Path:
+    return _timeline_plot(results, "gpu_util", "mean true GPU utilization", path)
+
+
+def plot_queue_length(results: Mapping[str, SimResult], path: Path) -> Path:
+    return _timeline_plot(results, "queue_len", "queued jobs", path)
+
+
+def plot_jct_cdf(results: Mapping[str, SimResult], path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, res in results.items():
+        jct = np.sort(res.jobs["jct"].dropna().to_numpy())
+        if len(jct):
+            ax.step(jct / 3600.0, np.arange(1, len(jct) + 1) / len(jct), where="post", label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("job completion time (h)")
+    ax.set_ylabel("fraction of completed jobs")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def plot_comparison(results: Mapping[str, SimResult], outdir: Path) -> list[Path]:
+    """Write util_over_time.png, jct_cdf.png and queue_length.png into ``outdir``."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    return [plot_util_over_time(results, outdir / "util_over_time.png"),
+            plot_jct_cdf(results, outdir / "jct_cdf.png"),
+            plot_queue_length(results, outdir / "queue_length.png")]

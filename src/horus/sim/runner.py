@@ -1,0 +1,66 @@
+"""Run several policies on the same workload and write tables, summary, manifest and plots."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from horus.cluster import Cluster
+from horus.jobs import JobSpec
+from horus.plugins import load_all
+from horus.policies.base import POLICIES
+from horus.predict.base import Predictor
+from horus.sim.engine import SimConfig, SimResult, simulate
+from horus.sim.outputs import environment, safe_name, sha256_file, utc_timestamp, write_json, write_table
+from horus.sim.plots import plot_comparison
+from horus.truth.base import TruthModel
+
+
+def write_run(result: SimResult, folder: Path) -> list[Path]:
+    """``<folder>/{jobs,gpus,timeline}.parquet`` (CSV without pyarrow)."""
+    return [write_table(result.jobs, folder / "jobs"), write_table(result.gpus, folder / "gpus"),
+            write_table(result.timeline, folder / "timeline")]
+
+
+def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list[str], truth: TruthModel,
+                   predictor: Predictor, config: SimConfig, outdir: str | Path,
+                   manifest_extra: Mapping[str, object] | None = None, progress: bool = False) -> dict[str, object]:
+    """Simulate each named policy on ``jobs``; write outputs into ``outdir``; return the summary dict.
+
+    The summary is ``{"policies": {name: summary}, "num_jobs", "num_gpus"}`` (also ``summary.json``).
+    ``manifest.json`` records versions, configuration, descriptions of every component, the hash of
+    every file written and ``manifest_extra`` (trace path + sha256, sampler, seed...).
+    """
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    load_all("horus.policies")
+    results: dict[str, SimResult] = {}
+    described: dict[str, object] = {}
+    written: list[Path] = []
+    for name in policy_names:
+        policy = POLICIES.create(name)
+        described[name] = policy.describe()
+        result = simulate(jobs, cluster, policy, truth, predictor, config, progress=progress)
+        results[name] = result
+        written += write_run(result, outdir / safe_name(name))
+    summary: dict[str, object] = {
+        "policies": {name: {**r.summary, "wall_s": r.wall_s, "events": r.events_processed}
+                     for name, r in results.items()},
+        "num_jobs": len(jobs),
+        "num_gpus": cluster.num_gpus,
+    }
+    written.append(write_json(summary, outdir / "summary.json"))
+    written += plot_comparison(results, outdir)
+    manifest = {
+        "created": utc_timestamp(),
+        "versions": environment(),
+        "config": config.describe(),
+        "cluster": cluster.describe(),
+        "truth": truth.describe(),
+        "predictor": predictor.describe(),
+        "policies": described,
+        **dict(manifest_extra or {}),
+        "outputs": {str(p.relative_to(outdir)): sha256_file(p) for p in written},
+    }
+    write_json(manifest, outdir / "manifest.json")
+    return summary

@@ -1,0 +1,100 @@
+"""The project's own trace format (``horus``), documented in docs/traces.md.
+
+Columns: ``job_id, submit_time, num_gpus, model, batch_size`` and ``iterations`` and/or
+``duration_s`` (each row fills exactly one); optional ``gpu_fraction``, ``gpu_type``. Lines
+starting with ``#`` are comments. ``model``/``batch_size`` may both be left empty for the
+profile sampler to fill; a given model must be in the model catalog.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from horus.traces._columns import optional_float, rebase_order
+from horus.traces._table import CsvTable, read_csv_table
+from horus.traces.base import TRACE_LOADERS, RawJob, Trace, make_trace
+
+REQUIRED = ("job_id", "submit_time", "num_gpus", "model", "batch_size")
+OPTIONAL = ("iterations", "duration_s", "gpu_fraction", "gpu_type")
+
+
+def known_models() -> set[str] | None:
+    """Model names of the packaged catalog, or None while no catalog is shipped (no check then)."""
+    from horus.catalog import load_catalog
+
+    try:
+        return set(load_catalog())
+    except FileNotFoundError:
+        return None
+
+
+def _work(table: CsvTable) -> tuple[np.ndarray, np.ndarray]:
+    if not table.has("iterations") and not table.has("duration_s"):
+        table.fail_header("missing column 'iterations' or 'duration_s' (each row gives one)")
+    n = len(table)
+    iters = table.positive_floats("iterations", allow_empty=True) if table.has("iterations") else np.full(n, np.nan)
+    dur = table.positive_floats("duration_s", allow_empty=True) if table.has("duration_s") else np.full(n, np.nan)
+    neither = np.isnan(iters) & np.isnan(dur)
+    both = ~np.isnan(iters) & ~np.isnan(dur)
+    if neither.any():
+        table.fail(int(np.argmax(neither)), None, "expected 'iterations' or 'duration_s', both are empty")
+    if both.any():
+        table.fail(int(np.argmax(both)), None, "expected either 'iterations' or 'duration_s', not both")
+    return iters, dur
+
+
+def _models(table: CsvTable) -> tuple[list[str], np.ndarray]:
+    models = table.text("model")
+    batch = table.positive_ints("batch_size", allow_empty=True)
+    known = known_models()
+    for row, (model, b) in enumerate(zip(models, batch)):
+        if bool(model) == np.isnan(b):
+            table.fail(row, "batch_size" if model else "model",
+                       "expected model and batch_size both set or both empty (empty: the sampler picks)")
+        if model and known is not None and model not in known:
+            table.fail(row, "model", f"expected a model of the catalog ({', '.join(sorted(known))}), got {model!r}")
+    return models, batch
+
+
+def _fractions(table: CsvTable, gpus: np.ndarray) -> np.ndarray:
+    n = len(table)
+    if not table.has("gpu_fraction"):
+        return np.full(n, np.nan)
+    frac = table.positive_floats("gpu_fraction", allow_empty=True)
+    with np.errstate(invalid="ignore"):
+        table.check("gpu_fraction", frac > 1.0, table.text("gpu_fraction"), "a fraction in (0, 1]")
+        table.check("gpu_fraction", ~np.isnan(frac) & (frac < 1.0) & (gpus != 1), table.text("gpu_fraction"),
+                    "a fractional share only for num_gpus == 1")
+    frac[frac == 1.0] = np.nan  # a whole GPU is not a fractional request
+    return frac
+
+
+@TRACE_LOADERS.register("horus")
+def load_horus(path: Path) -> Trace:
+    table = read_csv_table(path, "horus", REQUIRED, OPTIONAL, allow_extra=False)
+    ids = table.text("job_id")
+    seen: dict[str, int] = {}
+    for row, job_id in enumerate(ids):
+        if not job_id:
+            table.fail(row, "job_id", "expected a non-empty job id")
+        if job_id in seen:
+            table.fail(row, "job_id", f"expected unique job ids, {job_id!r} already on line {seen[job_id]}")
+        seen[job_id] = int(table.lines[row])
+    submit = table.positive_floats("submit_time", allow_zero=True)
+    gpus = table.positive_ints("num_gpus")
+    models, batch = _models(table)
+    iters, dur = _work(table)
+    frac = _fractions(table, gpus)
+    gpu_type = table.text("gpu_type") if table.has("gpu_type") else [""] * len(table)
+    order, rebased, offset = rebase_order(submit)
+    jobs = [
+        RawJob(ids[i], float(rebased[i]), int(gpus[i]), optional_float(dur[i]), optional_float(iters[i]),
+               models[i] or None, None if np.isnan(batch[i]) else int(batch[i]), optional_float(frac[i]),
+               gpu_type[i] or None, int(table.lines[i]))
+        for i in order
+    ]
+    trace = make_trace(jobs, table.source, table.sha256, "horus")
+    trace.time_offset_s = offset
+    return trace

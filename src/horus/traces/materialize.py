@@ -1,0 +1,65 @@
+"""Turn a Trace into JobSpecs for one simulated world (docs/traces.md, "Materializing").
+
+- Jobs without a model get a job type from the profile sampler (seeded), drawn from
+  ``truth.job_types()`` (or the Gavel job types when the truth lists none).
+- Jobs with a model must have a job type the truth knows (when it lists any).
+- ``duration_s`` becomes ``iterations = duration_s / truth.solo(job_type, reference_gpu).iter_time_s``:
+  the trace says how long the job ran, so in the simulated world it takes exactly that long when
+  running alone (no co-location, solo per-worker speed) on the reference GPU type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from horus.cluster import GPUType
+from horus.errors import HorusInputError
+from horus.jobs import JobSpec, job_type_key
+from horus.traces.base import RawJob, Trace
+from horus.traces.sampler import GAVEL_JOB_TYPES, SAMPLERS, ProfileSampler, split_job_type
+from horus.truth.base import TruthModel
+
+DEFAULT_SAMPLER = "by-size-duration"
+
+
+def _where(trace: Trace, job: RawJob) -> str:
+    return f"line {job.line}, job {job.job_id!r}" if job.line is not None else f"job {job.job_id!r}"
+
+
+def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str = DEFAULT_SAMPLER,
+                reference_gpu: GPUType | None = None, seed: int | None = None) -> list[JobSpec]:
+    """JobSpecs of ``trace`` in submit order.
+
+    ``sampler`` is a ProfileSampler or a registered name; the draws use ``seed`` (default: the
+    sampler's own seed). ``reference_gpu`` is needed when any job gives a duration.
+    """
+    if isinstance(sampler, str):
+        sampler = SAMPLERS.create(sampler, seed=0 if seed is None else seed)
+    rng = np.random.default_rng(sampler.seed if seed is None else seed)
+    known = truth.job_types()
+    known_set = set(known)
+    needs_type = [job for job in trace.jobs if job.model is None]
+    drawn = dict(zip((job.job_id for job in needs_type),
+                     sampler.assign(needs_type, list(known) or list(GAVEL_JOB_TYPES), rng)))
+    iter_time: dict[str, float] = {}
+    specs: list[JobSpec] = []
+    for job in trace.jobs:
+        if job.model is None:
+            model, batch = split_job_type(drawn[job.job_id])
+        else:
+            model, batch = job.model, int(job.batch_size or 0)
+        key = job_type_key(model, batch)
+        if known_set and key not in known_set:
+            raise HorusInputError(trace.source, f"{_where(trace, job)}: job type {key!r} is unknown to truth model "
+                                                f"{truth.name!r} (known: {', '.join(sorted(known_set))})")
+        if job.iterations is not None:
+            iterations = job.iterations
+        else:
+            if reference_gpu is None:
+                raise ValueError("materialize needs reference_gpu to convert durations into iterations")
+            if key not in iter_time:
+                iter_time[key] = truth.solo(key, reference_gpu).iter_time_s
+            iterations = float(job.duration_s or 0.0) / iter_time[key]
+        specs.append(JobSpec(job.job_id, job.submit_time, job.num_gpus, model, batch, iterations,
+                             job.gpu_fraction, job.gpu_type_request))
+    return specs

@@ -1,0 +1,40 @@
+"""Microsoft Philly trace as distributed by AdaptDL/Pollux (``philly_jobs.csv``).
+
+Columns used: ``timestamp`` (``YYYY-MM-DD HH:MM:SS`` submit time), ``duration`` (seconds of run
+time), ``num_gpus``. ``gpu_time`` and ``cluster`` are ignored. Job ids are ``philly-<line>``.
+The trace carries no model, so every job gets one from the profile sampler.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from horus.traces._columns import rebase_order
+from horus.traces._table import read_csv_table
+from horus.traces.base import TRACE_LOADERS, RawJob, Trace, make_trace
+
+REQUIRED = ("timestamp", "duration", "num_gpus")
+TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+@TRACE_LOADERS.register("philly")
+def load_philly(path: Path) -> Trace:
+    table = read_csv_table(path, "philly", REQUIRED)
+    stamps = table.text("timestamp")
+    parsed = pd.to_datetime(pd.Series(stamps), format=TIMESTAMP_FORMAT, errors="coerce")
+    table.check("timestamp", parsed.isna().to_numpy(), stamps, "a time like 2017-10-09 07:01:55")
+    submit = parsed.to_numpy().astype("datetime64[s]").astype(np.int64).astype(float)
+    duration = table.positive_floats("duration")
+    gpus = table.positive_ints("num_gpus")
+    order, rebased, offset = rebase_order(submit)
+    lines, times = table.lines.tolist(), rebased.tolist()
+    counts, durations = gpus.astype(np.int64).tolist(), duration.tolist()
+    jobs = [RawJob(f"philly-{lines[i]}", times[i], counts[i], durations[i], line=lines[i]) for i in order.tolist()]
+    trace = make_trace(jobs, table.source, table.sha256, "philly")
+    trace.time_offset_s = offset  # Unix seconds of the first submit
+    return trace
+
+

@@ -1,0 +1,207 @@
+"""Placement choices of the exclusive, gandiva and horus policies on hand-built states."""
+
+from __future__ import annotations
+
+import pytest
+from policies_fakes import make_state, policy, queue, run_job, starts
+
+from horus.policies.base import Start
+from horus.state import SchedulerState
+
+# model -> (predicted util, predicted memory MiB, iteration time s); cards have 16,000 MiB.
+TABLE = {
+    "big": (0.9, 4000.0, 1.0), "mid": (0.6, 3000.0, 1.0), "light": (0.2, 6000.0, 1.0),
+    "small": (0.2, 1000.0, 1.0), "new": (0.4, 2000.0, 1.0), "u3": (0.3, 2000.0, 1.0),
+    "u5": (0.5, 2000.0, 1.0), "u8": (0.8, 2000.0, 1.0), "huge": (0.5, 13000.0, 1.0),
+}
+
+
+def apply(state: SchedulerState, actions: list[object]) -> None:
+    for action in actions:
+        assert isinstance(action, Start)
+        state.start(action.job_id, action.gpus, state.now)
+
+
+# ---- exclusive ----------------------------------------------------------------------------------
+def test_exclusive_never_shares_a_whole_gpu_job() -> None:
+    state = make_state(TABLE, nodes=1, gpus_per_node=4)
+    for i in range(3):
+        run_job(state, f"r{i}", "small", (i,))
+    queue(state, "a", "small")
+    queue(state, "b", "small")
+    placed = starts(policy("fifo-exclusive").schedule(state))
+    assert placed == {"a": (3,)}
+
+
+def test_exclusive_best_fit_node_and_single_node_for_multi_gpu() -> None:
+    state = make_state(TABLE, nodes=2, gpus_per_node=4)
+    run_job(state, "r0", "small", (0,))
+    run_job(state, "r1", "small", (1,))
+    queue(state, "two", "small", gpus=2)
+    queue(state, "three", "small", gpus=3)
+    placed = starts(policy("fifo-exclusive").schedule(state))
+    # node 0 has the fewest idle GPUs that still fit 2; the 3-GPU job fits only on node 1.
+    assert sorted(placed["two"]) == [2, 3]
+    assert len(set(placed["three"]) & {4, 5, 6, 7}) == 3
+
+
+def test_exclusive_fractional_jobs_share_only_with_fractional_jobs() -> None:
+    state = make_state(TABLE, nodes=1, gpus_per_node=2)
+    run_job(state, "whole", "small", (0,))
+    run_job(state, "half", "small", (1,), fraction=0.5)
+    queue(state, "q1", "small", fraction=0.5)
+    queue(state, "q2", "small", fraction=0.25)
+    queue(state, "q3", "small")
+    placed = starts(policy("fifo-exclusive").schedule(state))
+    assert placed == {"q1": (1,)}  # fills GPU 1 to share 1.0; nothing joins the whole-GPU job
+
+
+# ---- gandiva ------------------------------------------------------------------------------------
+def test_gandiva_packs_least_loaded_memory_fit_even_above_full_utilization() -> None:
+    state = make_state(TABLE, nodes=1, gpus_per_node=2)
+    run_job(state, "r0", "big", (0,))  # 1 resident, util 0.9
+    run_job(state, "r1", "light", (1,))  # 2 residents, util 0.4 in total
+    run_job(state, "r2", "light", (1,))
+    queue(state, "a", "mid")  # util 0.6: GPU 0 would reach 1.5
+    assert starts(policy("gandiva").schedule(state)) == {"a": (0,)}
+
+
+def test_gandiva_respects_predicted_memory() -> None:
+    state = make_state(TABLE, nodes=1, gpus_per_node=2)
+    run_job(state, "r0", "big", (0,))
+    run_job(state, "r1", "big", (1,))
+    queue(state, "a", "huge")  # 4,000 + 13,000 MiB > 16,000 MiB on either GPU
+    assert policy("gandiva").schedule(state) == []
+
+
+# ---- horus placement ----------------------------------------------------------------------------
+def full_state_with_utils() -> SchedulerState:
+    state = make_state(TABLE, nodes=1, gpus_per_node=4)
+    for gpu, model in enumerate(["u8", "mid", "u3", "u5"]):
+        run_job(state, f"r{gpu}", model, (gpu,))
+    return state
+
+
+def test_horus_avoids_overload_and_picks_best_scored_not_first_fit() -> None:
+    state = full_state_with_utils()
+    queue(state, "a", "new")  # util 0.4: GPU 0 -> 1.2 (over), GPU 1 -> 1.0 (fits, first fit), GPU 2 -> 0.7 (best)
+    assert starts(policy("horus").schedule(state)) == {"a": (2,)}
+
+
+def test_horus_refuses_when_every_gpu_would_exceed_the_cap_but_a_higher_cap_allows_it() -> None:
+    state = full_state_with_utils()
+    queue(state, "a", "u8")  # 0.8 + at least 0.3 > 1.0 everywhere
+    assert policy("horus").schedule(state) == []
+    assert starts(policy("horus", util_cap=1.2).schedule(state)) == {"a": (2,)}
+
+
+def test_horus_spreads_onto_idle_gpus_and_starts_many_jobs_in_one_call() -> None:
+    state = make_state(TABLE, nodes=2, gpus_per_node=4)
+    for i in range(5):
+        queue(state, f"j{i}", "new")
+    placed = starts(policy("horus").schedule(state))
+    assert len(placed) == 5
+    gpus = [g for v in placed.values() for g in v]
+    assert len(set(gpus)) == 5  # idle GPUs are preferred over sharing
+    assert len({g // 4 for g in gpus}) == 2 and sum(g < 4 for g in gpus) == 4  # fills one node first
+
+
+def test_horus_colocates_when_full_within_memory_and_cap() -> None:
+    state = make_state(TABLE, nodes=1, gpus_per_node=2)
+    queue(state, "a", "mid")
+    queue(state, "b", "mid")
+    queue(state, "c", "small")
+    queue(state, "d", "small")
+    queue(state, "e", "mid")
+    pol = policy("horus")
+    actions = pol.schedule(state)
+    placed = starts(actions)
+    assert set(placed) == {"a", "b", "c", "d"}  # e would push a GPU to 0.6 + 0.2 + 0.6 > 1.0
+    apply(state, actions)
+    assert state.load.pred_util.max() <= 1.0 + 1e-9
+
+
+def test_horus_multi_gpu_job_uses_one_node_when_possible() -> None:
+    state = make_state(TABLE, nodes=2, gpus_per_node=4)
+    run_job(state, "r", "small", (4,))
+    queue(state, "four", "small", gpus=4)
+    queue(state, "three", "small", gpus=3)
+    placed = starts(policy("horus").schedule(state))
+    assert sorted(placed["four"]) == [0, 1, 2, 3]
+    assert {g // 4 for g in placed["three"]} == {1}
+
+
+def test_horus_places_an_oom_failed_job_only_on_an_empty_gpu() -> None:
+    state = make_state(TABLE, nodes=1, gpus_per_node=2)
+    run_job(state, "r", "small", (0,))
+    run_job(state, "s", "small", (1,))
+    queue(state, "a", "small")
+    assert starts(policy("horus").schedule(state)) == {"a": (0,)}
+    state.queue["a"].oom_failures = 1
+    assert policy("horus").schedule(state) == []
+
+
+def test_horus_lookahead_bypasses_blocked_head_until_aging_bound() -> None:
+    state = make_state(TABLE, nodes=1, gpus_per_node=2)
+    run_job(state, "r0", "u5", (0,))
+    run_job(state, "r1", "u5", (1,))
+    pol = policy("horus", max_bypass=1)
+    queue(state, "head", "mid")  # 0.5 + 0.6 > 1.0: blocked
+    queue(state, "s1", "small")
+    actions = pol.schedule(state)
+    assert starts(actions) == {"s1": (0,)}
+    apply(state, actions)
+    state.now = 1.0
+    queue(state, "s2", "small")
+    actions = pol.schedule(state)
+    assert starts(actions) == {"s2": (1,)}  # second bypass: count 2 > max_bypass from now on
+    apply(state, actions)
+    queue(state, "s3", "small")
+    assert pol.schedule(state) == []  # s3 would fit, but the head must go first
+    state.finish("r0")
+    state.finish("s1")
+    placed = starts(pol.schedule(state))
+    assert placed["head"] == (0,)
+
+
+def test_horus_respects_requested_gpu_type() -> None:
+    from horus.cluster import Cluster, GPUType, Node
+
+    from policies_fakes import TablePredictor
+
+    k80, v100 = GPUType("k80", 12_000, 0.4), GPUType("v100", 16_000, 1.0)
+    state = SchedulerState(Cluster([Node("a", k80, 2), Node("b", v100, 2)]), TablePredictor(TABLE))
+    queue(state, "a", "small", gpu_type="v100", gpus=2)
+    queue(state, "b", "small", gpu_type="k80")
+    placed = starts(policy("horus").schedule(state))
+    assert sorted(placed["a"]) == [2, 3] and placed["b"][0] in (0, 1)
+
+
+@pytest.mark.parametrize("name", ["fifo-exclusive", "sjf-exclusive", "gandiva", "horus", "tiresias"])
+def test_every_policy_returns_nothing_for_an_empty_queue(name: str) -> None:
+    assert policy(name).schedule(make_state(TABLE)) == []
+
+
+def test_horus_idle_fast_path_matches_the_general_cost() -> None:
+    import numpy as np
+
+    from horus.policies._common import select_gpus
+    from horus.policies.horus_placement import HorusPlacement
+    from horus.state import QueuedJob
+
+    from policies_fakes import spec
+
+    rng = np.random.default_rng(3)
+    models = ["small", "new", "u3", "u5", "light"]
+    for trial in range(20):
+        state = make_state(TABLE, nodes=4, gpus_per_node=4)
+        for i, g in enumerate(rng.choice(16, size=int(rng.integers(1, 15)), replace=False)):
+            run_job(state, f"r{i}", str(rng.choice(models)), (int(g),))
+        placement = HorusPlacement()
+        load = state.tentative()
+        placement.begin(load, state)
+        job = QueuedJob(spec(f"q{trial}", str(rng.choice(models))), 0.0)
+        fast = placement.evaluate(job, load, state)
+        general = select_gpus(placement.cost_per_gpu(job, load, state), 1, placement.idx)
+        assert fast is not None and general is not None
+        assert fast[0] == general[0] and fast[1] == pytest.approx(general[1])
