@@ -9,7 +9,7 @@ import numpy as np
 from horus.catalog import parse_catalog
 from horus.cluster import Cluster, GPUType, Node
 from horus.jobs import JobSpec
-from horus.policies.base import Action, Policy, Preempt, Start
+from horus.policies.base import Action, Policy, Start
 from horus.predict.base import Prediction, Predictor
 from horus.state import SchedulerState, gpu_share
 from horus.truth.base import SoloTruth, TruthModel
@@ -110,5 +110,3 @@ def toy_catalog_rows(params: dict[str, int]) -> dict:
         rows.append(row)
     return parse_catalog(rows, "test-catalog")
 
-
-__all__ = ["Preempt", "Start"]

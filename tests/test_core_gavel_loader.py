@@ -62,6 +62,6 @@ def test_zero_pair_is_unmeasured(tmp_path: Path) -> None:
     a, b = "('ResNet-18 (batch size 16)', 1)", "('LM (batch size 5)', 1)"
     p = _write(tmp_path, {"v100": {a: {"null": 10.0, b: [0.0, 0.0]}, b: {"null": 5.0, a: [4.0, 8.0]}}})
     g = load_gavel(p, "v100")
-    assert ("resnet18/b16", "lstm_lm/b5") not in g.pairs
-    assert g.normalized_pair("lstm_lm/b5", "resnet18/b16") == (0.8, 0.8)
+    assert ("resnet18_cifar/b16", "lstm_lm/b5") not in g.pairs
+    assert g.normalized_pair("lstm_lm/b5", "resnet18_cifar/b16") == (0.8, 0.8)
     assert g.quirks["zero_pairs"] == 1

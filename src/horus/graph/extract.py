@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -67,9 +69,12 @@ def _fake_mode_for(inputs: tuple[torch.Tensor, ...]) -> Iterator[FakeTensorMode]
 
 
 def count_flops_and_activations(
-    model: nn.Module, inputs: tuple[torch.Tensor, ...], loss_fn: LossFn,
+    model: nn.Module, inputs: tuple[torch.Tensor, ...], loss_fn: LossFn | None = None, *, backward: bool = True,
 ) -> tuple[float, float, float]:
-    """(forward FLOPs, forward+backward FLOPs, saved-activation bytes) of one training step."""
+    """(forward FLOPs, forward+backward FLOPs, saved-activation bytes) of one training step.
+
+    With ``backward=False`` only the forward pass runs (the second value then equals the first).
+    """
     params = [p for p in model.parameters() if p.requires_grad]
     with _fake_mode_for(inputs) as mode:
         fake_params = [mode.from_tensor(p) if not isinstance(p, torch._subclasses.FakeTensor) else p for p in params]
@@ -86,8 +91,8 @@ def count_flops_and_activations(
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 output = model(*inputs)
             forward = counter.get_total_flops()
-            loss = loss_fn(output, inputs)
-            if params:
+            if backward and params:
+                loss = (loss_fn or default_loss)(output, inputs)
                 torch.autograd.grad(loss, params, allow_unused=True)
             total = counter.get_total_flops()
     return float(forward), float(total), float(sum(saved.values()))
@@ -154,10 +159,27 @@ def graph_stats(ep: torch.export.ExportedProgram) -> tuple[dict[str, int], int]:
     return {k: int(counts.get(k, 0)) for k in OP_KINDS}, max(depth.values(), default=0)
 
 
+@contextlib.contextmanager
+def _quiet_export() -> Iterator[None]:
+    """Silence torch.export's graph dumps and attribute warnings (failures are re-raised as one line)."""
+    loggers = [logging.getLogger(n) for n in ("torch.fx.experimental.symbolic_shapes", "torch.export", "torch._export")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR + 10)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
+
+
 def export_graph(model: nn.Module, inputs: tuple[torch.Tensor, ...], source: str) -> torch.export.ExportedProgram:
     """``torch.export.export`` (non-strict); any failure becomes a one-line HorusInputError."""
     try:
-        return torch.export.export(model, inputs, strict=False)
+        with _quiet_export():
+            return torch.export.export(model, inputs, strict=False)
     except Exception as exc:  # noqa: BLE001 - every export failure is bad input here
         raise HorusInputError(source, f"torch.export failed, cannot read the graph ({_one_line(exc)})") from None
 

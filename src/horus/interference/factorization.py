@@ -47,6 +47,7 @@ class IASP(InterferenceModel):
         self.feat_mean = np.zeros(0)
         self.feat_std = np.ones(0)
         self.skipped_larger_sets = 0
+        self.n_iter = 0
 
     # ---- features --------------------------------------------------------------------------
     def _feat(self, job_type: str, gpu: GPUType | str) -> np.ndarray:
@@ -126,8 +127,8 @@ class IASP(InterferenceModel):
 
         x0 = np.concatenate([init[s].ravel() for s in names])
         result = minimize(loss_grad, x0, jac=True, method="L-BFGS-B", options={"maxiter": self.max_iter})
-        self.params = unpack(result.x)
-        self.params = {s: v.copy() for s, v in self.params.items()}
+        self.params = {s: v.copy() for s, v in unpack(result.x).items()}
+        self.n_iter = int(result.nit)
         return self
 
     # ---- prediction ------------------------------------------------------------------------

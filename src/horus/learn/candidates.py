@@ -57,19 +57,35 @@ class AnalyticMemory(RegressorMixin, BaseEstimator):
         return np.asarray(X["analytic_mem_mib"], dtype=float)
 
 
-class AnalyticResidual(RegressorMixin, BaseEstimator):
-    """The analytic memory formula times a learned correction: fits ln(y / formula) with ``regressor``."""
+# The few memory-related features the formula's correction may depend on (a small set extrapolates
+# more safely to unseen model families than the full schema).
+RESIDUAL_COLUMNS: tuple[str, ...] = ("analytic_mem_mib", "weight_mib", "log_activation_mib", "is_amp",
+                                     "gpu_memory_mib")
 
-    def __init__(self, regressor: BaseEstimator | None = None) -> None:
+
+class AnalyticResidual(RegressorMixin, BaseEstimator):
+    """The analytic memory formula times a learned correction: fits ln(y / formula) with ``regressor``.
+
+    The correction is clipped to a factor of ``MAX_CORRECTION`` either way, so extrapolating to an
+    unseen family can never move far from the formula.
+    """
+
+    MAX_CORRECTION = 4.0
+
+    def __init__(self, regressor: BaseEstimator | None = None, columns: tuple[str, ...] = RESIDUAL_COLUMNS) -> None:
         self.regressor = regressor
+        self.columns = columns
 
     def fit(self, X: pd.DataFrame, y: np.ndarray) -> AnalyticResidual:
         base = np.asarray(X["analytic_mem_mib"], dtype=float)
-        self.regressor_ = clone(self.regressor).fit(X, np.log(np.asarray(y, dtype=float) / base))
+        target = np.log(np.asarray(y, dtype=float) / base)
+        self.regressor_ = clone(self.regressor).fit(X.loc[:, list(self.columns)], target)
         return self
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
-        return np.asarray(X["analytic_mem_mib"], dtype=float) * np.exp(self.regressor_.predict(X))
+        bound = np.log(self.MAX_CORRECTION)
+        correction = np.clip(self.regressor_.predict(X.loc[:, list(self.columns)]), -bound, bound)
+        return np.asarray(X["analytic_mem_mib"], dtype=float) * np.exp(correction)
 
 
 def log1p_nonneg(X: np.ndarray) -> np.ndarray:

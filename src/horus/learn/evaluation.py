@@ -103,9 +103,9 @@ def best_candidate(rows: Sequence[MetricRow], target: str, exclude: frozenset[st
 
 def format_table(rows: Sequence[MetricRow]) -> str:
     """Fixed-width text table, one line per (target, candidate, protocol)."""
-    header = f"{'target':<10}{'candidate':<17}{'protocol':<18}{'n':>5}" + "".join(f"{m:>10}" for m in METRICS)
+    header = f"{'target':<10}{'candidate':<17}{'protocol':<18}{'n':>5}" + "".join(f" {m:>10}" for m in METRICS)
     lines = [header, "-" * len(header)]
     for r in rows:
         lines.append(f"{r.target:<10}{r.candidate:<17}{r.protocol:<18}{r.n:>5}"
-                     + "".join(f"{r.metrics[m]:>10.4g}" for m in METRICS))
+                     + "".join(f" {r.metrics[m]:>10.4g}" for m in METRICS))
     return "\n".join(lines)

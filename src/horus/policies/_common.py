@@ -44,6 +44,7 @@ class ClusterIndex:
         self.node_size = np.array([n.num_gpus for n in cluster.nodes], dtype=np.int64)
         width = int(self.node_size.max()) if self.num_nodes else 0
         first = np.concatenate(([0], np.cumsum(self.node_size)[:-1])) if self.num_nodes else np.zeros(0, np.int64)
+        self.node_first = first.astype(np.int64)  # global index of each node's first GPU
         cols = np.arange(width)
         # node_gpus[n, j] = global index of node n's j-th GPU; padding points at GPU 0 and is masked.
         self.node_pad = cols[None, :] >= self.node_size[:, None]

@@ -47,7 +47,8 @@ class HorusPolicy(Policy):
 
     # ---- hooks the oracle overrides ------------------------------------------------------------
     def planning_load(self, state: SchedulerState) -> GPULoad:
-        return state.tentative()
+        """The load to plan on; ``state.load`` itself is returned and copied on first write."""
+        return state.load
 
     def job_load(self, job: QueuedJob, gpu: int, state: SchedulerState) -> Prediction:
         return state.predict(job.spec, state.cluster.gpus[gpu].gpu_type)
@@ -94,30 +95,30 @@ class HorusPolicy(Policy):
             if best is None:
                 break
             gpus = choices.pop(best.spec.job_id)[0]  # type: ignore[index]
-            self._plan(best, gpus, load, state)
             started.append((best, gpus))
+            self.note_start(best, gpus, state)
             window.remove(best)
             self.bypassed.pop(best.spec.job_id, None)
             if best is not head:
                 self.bypassed[head.spec.job_id] = self.bypassed.get(head.spec.job_id, 0) + 1
-            placement.update(load, state)
-            touched = set(gpus)
-            for job in window:  # only choices that used the GPUs just loaded can have changed
-                choice = choices[job.spec.job_id]
-                if choice is not None and touched.intersection(choice[0]):
-                    choices[job.spec.job_id] = self.choose(job, load, state)
             refill = next(queue_iter, None)
             if refill is not None:
                 window.append(refill)
-                choices[refill.spec.job_id] = self.choose(refill, load, state)
+            if not window:
+                break  # nothing left to plan: the planned load is not needed
+            if load is state.load:
+                load = load.copy()  # copy on first write
+            load.add(gpus, self.job_load(best, gpus[0], state), gpu_share(best.spec))
+            placement.update(load, state)
             if not placement.any_room():
                 break
+            touched = set(gpus)
+            for job in window:  # only choices that used the GPUs just loaded can have changed
+                choice = choices.get(job.spec.job_id)
+                if job is refill or (choice is not None and touched.intersection(choice[0])):
+                    choices[job.spec.job_id] = self.choose(job, load, state)
         self._remember(state, started, window)
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
-
-    def _plan(self, job: QueuedJob, gpus: tuple[int, ...], load: GPULoad, state: SchedulerState) -> None:
-        load.add(gpus, self.job_load(job, gpus[0], state), gpu_share(job.spec))
-        self.note_start(job, gpus, state)
 
     def _remember(self, state: SchedulerState, started: list[tuple[QueuedJob, tuple[int, ...]]],
                   waiting: list[QueuedJob]) -> None:

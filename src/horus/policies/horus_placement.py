@@ -56,18 +56,24 @@ class HorusPlacement(FastPlacement):
         return job_predictions(job.spec, state, self.idx)
 
     def update(self, load: GPULoad, state: SchedulerState) -> None:
-        # Cheap part now; the rest (``_summarise``) only when a job is actually evaluated.
+        # Everything is derived lazily: many calls place one job and never need the summary.
         self._load = load
         self._state = state
-        self.idle = load.n_residents == 0
-        self.n_idle = int(np.count_nonzero(self.idle))
-        self.node_idle = np.bincount(self.idx.node_of_gpu, weights=self.idle, minlength=self.idx.num_nodes)
+        self._idle_ready = False
         self._summary_ready = False
+
+    def _ensure_idle(self) -> None:
+        if not self._idle_ready:
+            self.idle = self._load.n_residents == 0
+            self.n_idle = int(np.count_nonzero(self.idle))
+            self.node_idle = np.add.reduceat(self.idle, self.idx.node_first, dtype=np.int64)
+            self._idle_ready = True
 
     def evaluate(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[tuple[int, ...], float] | None:
         if not hasattr(self, "idx") or self.idx.cluster is not state.cluster:
             self.begin(load, state)
         spec = job.spec
+        self._ensure_idle()
         if self.n_idle and spec.num_gpus == 1 and len(self.idx.types) == 1 and spec.gpu_type_request is None:
             return self._idle_fast_path(job, load, state)
         return super().evaluate(job, load, state)
@@ -90,6 +96,7 @@ class HorusPlacement(FastPlacement):
         return (g,), float(cost)
 
     def _summarise(self) -> None:
+        self._ensure_idle()
         load, state = self._load, self._state
         if getattr(self, "_cap_source", None) is not state.mem_capacity_mib:
             self._cap_source = state.mem_capacity_mib
@@ -109,6 +116,7 @@ class HorusPlacement(FastPlacement):
         self._summary_ready = True
 
     def any_room(self) -> bool:
+        self._ensure_idle()
         if self.n_idle > 0:
             return True
         if not self._summary_ready:

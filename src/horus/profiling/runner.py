@@ -63,7 +63,7 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _nan_to_none_inverse(row: dict[str, Any]) -> dict[str, Any]:
+def _restore_nans(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (math.nan if v is None and PROFILE_COLUMNS.get(k, ("",))[0] == "float" else v) for k, v in row.items()}
 
 
@@ -77,7 +77,7 @@ def run_solo(job: JobConfig, settings: LoopSettings, repeat: int = 0) -> dict[st
         return _failed_row(job, repeat, f"worker timed out after {timeout:.0f} s")
     if done.returncode != 0 or not done.stdout.strip():
         return _failed_row(job, repeat, f"worker exited {done.returncode}: {_last_line(done.stderr)}")
-    return _nan_to_none_inverse(json.loads(done.stdout.strip().splitlines()[-1])["row"])
+    return _restore_nans(json.loads(done.stdout.strip().splitlines()[-1])["row"])
 
 
 @dataclass

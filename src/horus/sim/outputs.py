@@ -37,11 +37,12 @@ def write_table(frame: pd.DataFrame, path_stem: Path) -> Path:
     return path
 
 
-def _jsonable(value: object) -> object:
+def to_jsonable(value: object) -> object:
+    """``value`` with numpy scalars made plain and NaN/inf made ``None`` (strict JSON)."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [to_jsonable(v) for v in value]
     if isinstance(value, (np.integer,)):
         return int(value)
     if isinstance(value, (float, np.floating)):
@@ -53,7 +54,7 @@ def _jsonable(value: object) -> object:
 
 def write_json(data: object, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_jsonable(data), indent=2, sort_keys=False, default=str) + "\n")
+    path.write_text(json.dumps(to_jsonable(data), indent=2, sort_keys=False, default=str) + "\n")
     return path
 
 

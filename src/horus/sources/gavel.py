@@ -22,11 +22,11 @@ from horus.jobs import job_type_key
 
 # Gavel job-type names -> (Horus zoo model, batch size). A3C and CycleGAN run at Gavel's fixed batch.
 _GAVEL_MODELS: dict[str, str] = {
-    "ResNet-18": "resnet18",
+    "ResNet-18": "resnet18_cifar",  # Gavel trains ResNet-18 on CIFAR-10 (32x32)
     "ResNet-50": "resnet50",
     "Transformer": "transformer",
     "LM": "lstm_lm",
-    "Recommendation": "ncf",
+    "Recommendation": "recoder",  # Recoder autoencoder on ML-20M (not NeuMF)
     "CycleGAN": "cyclegan",
     "A3C": "a3c",
 }

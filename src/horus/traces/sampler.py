@@ -18,11 +18,11 @@ from horus.traces.base import RawJob
 
 # The 26 single-GPU job types of Gavel's measurements (sources/gavel.py names).
 GAVEL_JOB_TYPES: tuple[str, ...] = tuple(
-    [job_type_key("resnet18", b) for b in (16, 32, 64, 128, 256)]
+    [job_type_key("resnet18_cifar", b) for b in (16, 32, 64, 128, 256)]
     + [job_type_key("resnet50", b) for b in (16, 32, 64, 128)]
     + [job_type_key("transformer", b) for b in (16, 32, 64, 128, 256)]
     + [job_type_key("lstm_lm", b) for b in (5, 10, 20, 40, 80)]
-    + [job_type_key("ncf", b) for b in (512, 1024, 2048, 4096, 8192)]
+    + [job_type_key("recoder", b) for b in (512, 1024, 2048, 4096, 8192)]
     + [job_type_key("cyclegan", 1), job_type_key("a3c", 4)]
 )
 
@@ -34,7 +34,7 @@ GAVEL_JOB_TYPES: tuple[str, ...] = tuple(
 # Only used to rank job types by size.
 FALLBACK_TRAIN_FLOPS_PER_SAMPLE: dict[str, float] = {
     "resnet18": 3 * 3.6e9, "resnet50": 3 * 8.2e9, "vgg16": 3 * 31e9, "transformer": 3 * 4e9,
-    "lstm_lm": 3 * 2e9, "ncf": 3 * 1e6, "cyclegan": 3 * 130e9, "a3c": 3 * 1e7,
+    "lstm_lm": 3 * 2e9, "ncf": 3 * 1e6, "recoder": 3 * 1.6e7, "resnet18_cifar": 3 * 0.56e9, "cyclegan": 3 * 130e9, "a3c": 3 * 1e7,
     "bert_base": 3 * 28e9, "gpt2": 3 * 254e9,
 }
 

@@ -12,7 +12,8 @@ utilization ``u_i`` in (0, 1]. Sharing the GPU with the set ``S``, its normalize
 
 Fitting: ``u`` of every Gavel job type is a latent parameter, fitted jointly with the scalars
 (alpha, beta, gamma) by bounded least squares on the measured normalized throughputs (two
-observations per measured ordered pair). Quality is measured on a seeded 80/20 split of the
+observations per measured ordered pair), then rescaled so the largest latent ``u`` is 1 (only
+``alpha * u**(beta+gamma)`` is identified; see ``_pin_scale``). Quality is measured on a seeded 80/20 split of the
 *unordered* pairs (so (a, b) and (b, a) never straddle the split); the parameters reported and used
 are then refitted on all measured pairs.
 """
@@ -20,6 +21,7 @@ are then refitted on all measured pairs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import math
@@ -170,6 +172,14 @@ def _jacobian(theta: np.ndarray, obs: _Observations, mask: np.ndarray) -> np.nda
     return jac
 
 
+def _single_threaded_blas() -> contextlib.AbstractContextManager[object]:
+    try:
+        from threadpoolctl import threadpool_limits  # a scikit-learn dependency
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(1)
+
+
 def _solve(obs: _Observations, mask: np.ndarray, n_types: int) -> np.ndarray:
     from scipy.optimize import least_squares
 
@@ -177,10 +187,24 @@ def _solve(obs: _Observations, mask: np.ndarray, n_types: int) -> np.ndarray:
     upper = [PARAM_BOUNDS[k][1] for k in ("alpha", "beta", "gamma")] + [UTIL_BOUNDS[1]] * n_types
     theta0 = np.array([1.0, 1.0, 1.0] + [0.5] * n_types)
     target = obs.value[mask]
-    result = least_squares(lambda th: _predict(th, obs, mask) - target, theta0,
-                           jac=lambda th: _jacobian(th, obs, mask),
-                           bounds=(lower, upper), x_scale="jac", max_nfev=2000)
-    return result.x
+    with _single_threaded_blas():  # tiny SVDs: BLAS threads on a busy machine cost 25x
+        result = least_squares(lambda th: _predict(th, obs, mask) - target, theta0,
+                               jac=lambda th: _jacobian(th, obs, mask),
+                               bounds=(lower, upper), x_scale="jac", max_nfev=2000)
+    return _pin_scale(result.x)
+
+
+def _pin_scale(theta: np.ndarray) -> np.ndarray:
+    """Rescale so the largest latent utilization is 1 (predictions are unchanged).
+
+    The model only sees alpha * u_i**gamma * u_j**beta, so (u, alpha) and (c u, alpha c**-(beta+gamma))
+    fit equally well; the convention 'the most interfering job type saturates the GPU' fixes c.
+    """
+    theta = theta.copy()
+    scale = 1.0 / float(theta[3:].max())
+    theta[3:] *= scale
+    theta[0] *= scale ** -(theta[1] + theta[2])
+    return theta
 
 
 def _metrics(pred: np.ndarray, true: np.ndarray) -> Metrics:

@@ -51,11 +51,11 @@ UTIL_FLOOR = 0.02
 
 # Default workload mix: Gavel-like job types plus a few larger models.
 DEFAULT_JOB_TYPES: tuple[str, ...] = (
-    *(job_type_key("resnet18", b) for b in (16, 32, 64, 128, 256)),
+    *(job_type_key("resnet18_cifar", b) for b in (16, 32, 64, 128, 256)),
     *(job_type_key("resnet50", b) for b in (16, 32, 64, 128)),
     *(job_type_key("transformer", b) for b in (16, 32, 64, 128, 256)),
     *(job_type_key("lstm_lm", b) for b in (5, 10, 20, 40, 80)),
-    *(job_type_key("ncf", b) for b in (512, 1024, 2048, 4096, 8192)),
+    *(job_type_key("recoder", b) for b in (512, 1024, 2048, 4096, 8192)),
     job_type_key("cyclegan", 1), job_type_key("a3c", 4),
     *(job_type_key("vgg16", b) for b in (16, 32, 64)),
     *(job_type_key("bert_base", b) for b in (8, 16, 32)),

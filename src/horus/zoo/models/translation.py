@@ -37,7 +37,7 @@ class TransformerTranslator(nn.Module):
         pos_tgt = self.positions[: tgt.shape[1]]
         mask = torch.triu(torch.full((tgt.shape[1], tgt.shape[1]), float("-inf"), device=tgt.device), 1)
         hidden = self.core(self.src_embed(src) * self.scale + pos_src, self.tgt_embed(tgt) * self.scale + pos_tgt,
-                           tgt_mask=mask)
+                           tgt_mask=mask, tgt_is_causal=True)
         return self.generator(hidden)
 
 

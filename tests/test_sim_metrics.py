@@ -1,0 +1,43 @@
+"""Metric bookkeeping: integrals agree across views, timeline downsampling, statuses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sim_fakes import ConstPredictor, PackingPolicy, ScriptedPolicy, ToyTruth, cluster, job
+
+from horus.policies.base import Preempt
+from horus.sim.engine import InvalidActionError, SimConfig, simulate
+from horus.truth.base import SoloTruth
+
+TRUTH = ToyTruth({"toya/b1": SoloTruth(0.7, 3000.0, 1.0)})
+
+
+def test_per_gpu_integrals_match_the_cluster_mean_and_the_timeline_is_capped() -> None:
+    rng = np.random.default_rng(11)
+    jobs = [job(f"j{i}", float(rng.uniform(0, 300)), float(rng.integers(5, 80))) for i in range(200)]
+    res = simulate(jobs, cluster(1, 3), PackingPolicy(max_share=2.0), TRUTH, ConstPredictor(),
+                   SimConfig(timeline_points=50))
+    span = res.summary["makespan_s"]
+    assert res.gpus["util_integral"].sum() / (3 * span) == pytest.approx(res.summary["gpu_util_mean"])
+    assert (res.gpus["busy_s"] <= span + 1e-9).all()
+    assert (res.gpus["mean_util"] <= 1.0 + 1e-12).all()
+    assert 0 < len(res.timeline) <= 50
+    assert res.timeline["time"].is_monotonic_increasing
+    assert res.timeline["time"].iloc[-1] == pytest.approx(res.jobs["end"].max())  # last event kept
+    # two 0.7-util jobs on one GPU: each at 1/1.4 speed, so the slowdown of a shared job is at most 1.4
+    assert res.summary["p95_slowdown"] <= 1.4 + 1e-9 and res.summary["mean_slowdown"] > 1.0
+
+
+def test_never_placeable_job_is_unfinished_and_others_complete() -> None:
+    jobs = [job("big", 0.0, 10, gpus=8), job("ok", 0.0, 10)]
+    res = simulate(jobs, cluster(1, 2), PackingPolicy(), TRUTH, ConstPredictor())
+    status = res.jobs.set_index("job_id")["status"]
+    assert status["big"] == "unfinished" and status["ok"] == "completed"
+    assert res.summary["jobs_unfinished"] == 1 and np.isnan(res.jobs.set_index("job_id").loc["big", "wait"])
+
+
+def test_preempting_a_job_that_is_not_running_is_a_policy_error() -> None:
+    with pytest.raises(InvalidActionError, match="not running"):
+        simulate([job("A", 0.0, 10)], cluster(), ScriptedPolicy(lambda state: [Preempt("A")]), TRUTH,
+                 ConstPredictor())
