@@ -18,6 +18,7 @@ from horus.errors import HorusInputError
 # Modules that contribute subcommands, in help order. Missing modules are skipped.
 COMMAND_MODULES: tuple[str, ...] = (
     "horus.sim.commands",
+    "horus.truth.commands",
     "horus.graph.commands",
     "horus.learn.commands",
     "horus.profiling.commands",
@@ -43,7 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "pass_through", False):  # commands that hand their arguments to another parser
+        args.rest = [*getattr(args, "rest", []), *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

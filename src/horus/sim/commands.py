@@ -66,12 +66,17 @@ def build_truth(name: str, gavel: Path | None, cluster: Any) -> Any:
     from horus.truth.base import TRUTH_MODELS
 
     load_all("horus.truth")
+    import horus.colocation.truth_measured  # noqa: F401  (registers "measured")
+
     if name not in TRUTH_MODELS:
         raise HorusInputError("--truth", f"unknown truth model {name!r}; known: {', '.join(TRUTH_MODELS.names())}")
     if name == "gavel":
         if gavel is None:
             raise HorusInputError("--truth gavel", "needs --gavel PATH to Gavel's simulation_throughputs.json")
-        return TRUTH_MODELS.create(name, path=gavel, gpu_types=[t.name for t in cluster.gpu_types()])
+        from horus.truth.gavel_pairs import GAVEL_GPU_KEYS
+
+        keys = sorted({GAVEL_GPU_KEYS[t.name] for t in cluster.gpu_types() if t.name in GAVEL_GPU_KEYS} or {"v100"})
+        return TRUTH_MODELS.create(name, path=gavel, gpus=keys)
     return TRUTH_MODELS.create(name)
 
 
@@ -81,10 +86,7 @@ def build_predictor(name: str, directory: Path | None) -> Any:
     from horus.predict.base import PREDICTORS
 
     load_all("horus.predict")
-    try:
-        load_all("horus.learn")
-    except ImportError:
-        pass
+    import horus.learn.predictor  # noqa: F401  (registers "learned")
     if name not in PREDICTORS:
         raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
     return PREDICTORS.create(name, path=directory) if directory is not None else PREDICTORS.create(name)
