@@ -44,8 +44,8 @@ def test_family_extracts(family: str, name: str, batch: int, size: int | None) -
 
 
 def test_cnn_op_histogram_counts_layers() -> None:
-    features = extract_zoo_features("resnet18", 1, 32)
-    model, _, _ = build_zoo_model("resnet18", 1, 32)
+    features = extract_zoo_features("resnet18", 2, 32)
+    model, _, _ = build_zoo_model("resnet18", 2, 32)
     convs = sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())
     norms = sum(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
     assert features["n_conv"] == convs == 20

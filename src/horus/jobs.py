@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class JobSpec:
     gpu_fraction: float | None = None
     gpu_type_request: str | None = None  # required GPU type name, if the trace pins one
 
-    @property
+    @cached_property
     def job_type(self) -> str:
         return job_type_key(self.model, self.batch_size)
 

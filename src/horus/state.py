@@ -7,7 +7,7 @@ all GPUs at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,12 +63,13 @@ class GPULoad:
     def copy(self) -> GPULoad:
         return GPULoad(self.pred_util.copy(), self.pred_mem_mib.copy(), self.n_residents.copy(), self.alloc_share.copy())
 
-    def add(self, gpus: Iterable[int], pred: Prediction, share: float, sign: int = 1) -> None:
-        idx = np.fromiter(gpus, dtype=np.int64)
-        np.add.at(self.pred_util, idx, sign * pred.util)
-        np.add.at(self.pred_mem_mib, idx, sign * pred.mem_mib)
-        np.add.at(self.n_residents, idx, sign)
-        np.add.at(self.alloc_share, idx, sign * share)
+    def add(self, gpus: Sequence[int], pred: Prediction, share: float, sign: int = 1) -> None:
+        """Add (sign=+1) or remove (-1) one worker of a job on each of ``gpus`` (distinct indices)."""
+        idx = list(gpus)
+        self.pred_util[idx] += sign * pred.util
+        self.pred_mem_mib[idx] += sign * pred.mem_mib
+        self.n_residents[idx] += sign
+        self.alloc_share[idx] += sign * share
 
 
 class SchedulerState:

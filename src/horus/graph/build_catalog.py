@@ -16,20 +16,27 @@ from pathlib import Path
 
 from horus.catalog import CATALOG_COLUMNS, OP_KINDS
 
+_BATCH = 2
+
 
 def catalog_row(name: str) -> dict[str, object]:
-    """One catalog row for zoo model ``name`` (features extracted at batch 1)."""
+    """One catalog row for zoo model ``name``: per-sample values (extracted at batch 2, halved).
+
+    Batch 2 rather than 1 because training-mode batch norm rejects a single value per channel
+    (e.g. Inception's auxiliary head); FLOPs and activations are linear in batch size.
+    """
     import torch
 
     from horus.graph.extract import extract_zoo_features
     from horus.zoo import get_entry
 
     entry = get_entry(name)
-    f = extract_zoo_features(name, batch_size=1)
+    f = extract_zoo_features(name, batch_size=_BATCH)
     row: dict[str, object] = {
         "name": name, "family": entry.family, "params": int(f["params"]),
-        "forward_flops_per_sample": int(f["forward_flops"]), "train_flops_per_sample": int(f["train_flops"]),
-        "activation_bytes_per_sample": int(f["activation_bytes"]), "input_size": int(f["input_size"]),
+        "forward_flops_per_sample": int(f["forward_flops"] / _BATCH),
+        "train_flops_per_sample": int(f["train_flops"] / _BATCH),
+        "activation_bytes_per_sample": int(f["activation_bytes"] / _BATCH), "input_size": int(f["input_size"]),
         "depth": int(f["depth"]), **{f"n_{k}": int(f[f"n_{k}"]) for k in OP_KINDS},
         "source": f"horus.graph (torch {torch.__version__.split('+')[0]})",
     }

@@ -35,8 +35,8 @@ class IASP(InterferenceModel):
     name = "iasp"
     use_side_features = True
 
-    def __init__(self, features: JobFeatures | None = None, seed: int = 0, rank: int = 3,
-                 reg_free: float = 0.3, reg_map: float = 1.0, max_iter: int = 800) -> None:
+    def __init__(self, features: JobFeatures | None = None, seed: int = 0, rank: int = 5,
+                 reg_free: float = 1.0, reg_map: float = 1.0, max_iter: int = 500) -> None:
         super().__init__(features, seed)
         self.rank = rank
         self.reg_free = reg_free

@@ -28,7 +28,7 @@ class HorusPolicy(Policy):
 
     name = "horus"
 
-    def __init__(self, *, lookahead: int = 8, max_bypass: int = 16, util_cap: float = 1.0,
+    def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, util_cap: float = 1.0,
                  mem_margin: float = 0.05, max_residents: int = 4, weights: dict[str, float] | None = None,
                  placement: HorusPlacement | None = None) -> None:
         if lookahead < 1 or max_bypass < 0:

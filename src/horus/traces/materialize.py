@@ -3,6 +3,8 @@
 - Jobs without a model get a job type from the profile sampler (seeded), drawn from
   ``truth.job_types()`` (or the Gavel job types when the truth lists none).
 - Jobs with a model must have a job type the truth knows (when it lists any).
+- Sampled job types are limited to those whose true solo memory fits the reference GPU (nobody
+  submits a job that cannot run alone on the cluster's cards); a trace that names such a type keeps it.
 - ``duration_s`` becomes ``iterations = duration_s / truth.solo(job_type, reference_gpu).iter_time_s``:
   the trace says how long the job ran, so in the simulated world it takes exactly that long when
   running alone (no co-location, solo per-worker speed) on the reference GPU type.
@@ -39,8 +41,11 @@ def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str =
     known = truth.job_types()
     known_set = set(known)
     needs_type = [job for job in trace.jobs if job.model is None]
-    drawn = dict(zip((job.job_id for job in needs_type),
-                     sampler.assign(needs_type, list(known) or list(GAVEL_JOB_TYPES), rng)))
+    candidates = list(known) or list(GAVEL_JOB_TYPES)
+    if reference_gpu is not None and needs_type:
+        fitting = [jt for jt in candidates if truth.solo(jt, reference_gpu).mem_mib <= reference_gpu.memory_mib]
+        candidates = fitting or candidates
+    drawn = dict(zip((job.job_id for job in needs_type), sampler.assign(needs_type, candidates, rng)))
     iter_time: dict[str, float] = {}
     specs: list[JobSpec] = []
     for job in trace.jobs:
