@@ -63,3 +63,14 @@ def test_gpt2_xl_counting_allocates_no_weights() -> None:
     # 1.5e9 fp32 weights alone would be 6 GB; fake/meta tensors keep the process small
     assert result["rss_mb"] < 1500, result
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+def test_depthwise_conv_backward_is_about_twice_forward() -> None:
+    # torch's own convolution_backward formula ignores groups; ours must not (MobileNet/EfficientNet)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 64, 1), torch.nn.Conv2d(64, 64, 3, padding=1, groups=64))
+    features = extract_features(model, (torch.randn(2, 3, 16, 16),), batch_size=2, input_size=16)
+    depthwise_macs = 2 * 64 * 16 * 16 * 9
+    pointwise_macs = 2 * 64 * 16 * 16 * 3
+    assert features["forward_flops"] == 2 * (depthwise_macs + pointwise_macs)
+    # backward: input+weight grads of the depthwise conv, weight grad only of the first conv
+    assert features["train_flops"] == features["forward_flops"] + 2 * (2 * depthwise_macs + pointwise_macs)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -53,6 +54,22 @@ def default_loss(output: Any, inputs: tuple[torch.Tensor, ...]) -> torch.Tensor:
     return sum(t.float().mean() for t in tensors)  # type: ignore[return-value]
 
 
+def _conv_backward_flops(
+    grad_out_shape: Any, x_shape: Any, w_shape: Any, _bias: Any, _stride: Any, _padding: Any, _dilation: Any,
+    transposed: bool, _output_padding: Any, _groups: Any, output_mask: Any, **_: Any,
+) -> int:
+    """FLOPs of ``convolution_backward``: one forward conv's MACs x 2 per requested gradient (input, weight).
+
+    Replaces torch's formula, which ignores ``groups`` when transposing the weight and so overcounts
+    depthwise convolutions (MobileNet, EfficientNet) by the channel count.
+    """
+    # weight: (out, in/groups, k...) or, transposed, (in, out/groups, k...); each MAC pairs one "output-side"
+    # element with in/groups x kernel weights
+    outputs = x_shape if transposed else grad_out_shape
+    macs = math.prod(outputs) * math.prod(w_shape[1:])
+    return 2 * macs * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
+
+
 @contextlib.contextmanager
 def _fake_mode_for(inputs: tuple[torch.Tensor, ...]) -> Iterator[FakeTensorMode]:
     """The fake mode of already-fake inputs, or a fresh one that fakes real/meta tensors on first use."""
@@ -87,7 +104,8 @@ def count_flops_and_activations(
                 saved[ref] = t.untyped_storage().nbytes()
             return t
 
-        with FlopCounterMode(display=False) as counter:
+        custom = {torch.ops.aten.convolution_backward: _conv_backward_flops}
+        with FlopCounterMode(display=False, custom_mapping=custom) as counter:
             with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                 output = model(*inputs)
             forward = counter.get_total_flops()

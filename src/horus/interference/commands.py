@@ -32,19 +32,19 @@ def _train(args: argparse.Namespace) -> int:
     data, sha, quirks = _load(args.gavel, (args.gpu,), args.drop_both_at_solo)
     features = default_features(args.solo_predictor)
     obs = data[args.gpu]
-    cv = evaluate_splits(random_splits(obs, folds=5, seed=args.seed), [args.model],
-                         default_factory(features, args.seed))[args.model]
+    cv = (evaluate_splits(random_splits(obs, folds=args.folds, seed=args.seed), [args.model],
+                          default_factory(features, args.seed))[args.model] if args.folds > 1 else {})
     model = INTERFERENCE_MODELS.create(args.model, features=features, seed=args.seed).fit(obs)
     train_pred = model.predict_observations(obs)
     import numpy as np
 
     from horus.interference.evaluation import metrics
     fit = metrics(np.array([o.value for o in obs]), train_pred)
-    path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, "random_5fold": cv},
+    path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, f"random_{args.folds}fold": cv},
                       extra={"data": {"source": str(args.gavel), "gpu": args.gpu, "observations": len(obs),
                                       "quirks": quirks[args.gpu]}})
-    print(f"{args.model}: train MAE {fit['mae']:.3f}, 5-fold held-out MAE {cv['mae']:.3f} "
-          f"(Spearman {cv['spearman']:.3f}); wrote {path}")
+    held = f", {args.folds}-fold held-out MAE {cv['mae']:.3f} (Spearman {cv['spearman']:.3f})" if cv else ""
+    print(f"{args.model}: train MAE {fit['mae']:.3f}{held}; wrote {path}")
     return 0
 
 
@@ -74,8 +74,11 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from horus.interference.data import parse_job_type
     from horus.interference.persistence import load_model
 
+    for job_type in args.job_types:
+        parse_job_type(job_type)
     model = load_model(args.model_dir)
     values = model.predict(args.job_types, args.gpu)
     for job_type, value in zip(args.job_types, values):
@@ -100,6 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data_args(train)
     train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util"))
     train.add_argument("--out", required=True, type=Path, help="output directory")
+    train.add_argument("--folds", type=int, default=5, help="k-fold held-out check stored in the sidecar (<2: skip)")
     train.set_defaults(func=_train)
 
     evaluate = sub.add_parser("evaluate", help="compare models under held-out protocols")

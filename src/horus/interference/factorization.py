@@ -170,6 +170,11 @@ class LowRankMC(IASP):
     name = "lowrank-mc"
     use_side_features = False
 
+    def __init__(self, features: JobFeatures | None = None, seed: int = 0, rank: int = 3,
+                 reg_free: float = 0.3, reg_map: float = 1.0, max_iter: int = 500) -> None:
+        # Own defaults, tuned on the same V100 random protocol as IASP's (rank 2-5, reg 0.1-1.0).
+        super().__init__(features, seed, rank, reg_free, reg_map, max_iter)
+
     def describe(self) -> dict[str, object]:
         out = super().describe()
         out["feature_names"] = []

@@ -58,8 +58,11 @@ class SlowdownEstimator:
 FALLBACK_NOTE = "no trained model given: unfitted summed-utilization rule min(1, 1/sum predicted util)"
 
 
-def estimator_for(model_dir: str | Path | None, predictor: Predictor) -> SlowdownEstimator:
-    """The trained model in ``model_dir``, else the documented summed-utilization fallback."""
+def estimator_for(model_dir: str | Path | None, predictor: Predictor,
+                  model: InterferenceModel | None = None) -> SlowdownEstimator:
+    """``model`` if given, else the trained model in ``model_dir``, else the summed-utilization fallback."""
+    if model is not None:
+        return SlowdownEstimator(model, f"in-memory {model.name} model")
     if model_dir:
         from horus.interference import models  # noqa: F401  (pickled classes must be importable)
         from horus.interference.persistence import load_model

@@ -66,7 +66,7 @@ class OraclePolicy(HorusPolicy):
     name = "oracle"
     is_oracle = True
 
-    def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, util_cap: float = float("inf"),
+    def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, util_cap: float = 1.0,
                  mem_margin: float = 0.0, max_residents: int = 4, shortlist: int = 8, min_gain: float = 0.0,
                  weights: dict[str, float] | None = None) -> None:
         placement = OraclePlacement(self, util_cap=util_cap, mem_margin=mem_margin, max_residents=max_residents,

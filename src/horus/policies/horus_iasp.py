@@ -1,0 +1,74 @@
+"""``horus-iasp``: the Horus policy with an interference model's predicted slowdown in the GPU cost.
+
+Reuses ``HorusPolicy`` (look-ahead, aging) and ``HorusPlacement`` (utilization/memory cost and
+feasibility) unchanged and adds, on every GPU that already has residents,
+``interference_weight x`` the total normalized throughput lost (the job's own drop plus the
+residents' drop, ``SlowdownEstimator.added_loss``). A GPU where the job is predicted to run below
+``min_throughput`` of its solo speed is ruled out. The interference model is a trained one
+(``model_dir``: IASP or IAPP from ``horus interference train``) or, by default, the unfitted
+summed-utilization rule (``horus.interference.slowdown``; ``describe`` says which).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from horus.interference.base import InterferenceModel
+from horus.interference.slowdown import SlowdownEstimator, estimator_for
+from horus.policies._common import select_gpus
+from horus.policies.base import POLICIES
+from horus.policies.horus import Choice, HorusPolicy
+from horus.state import GPULoad, QueuedJob, SchedulerState
+
+
+@POLICIES.register("horus-iasp")
+class HorusIASPPolicy(HorusPolicy):
+    name = "horus-iasp"
+
+    def __init__(self, *, model_dir: str | Path | None = None, model: InterferenceModel | None = None,
+                 interference_weight: float = 1.0,
+                 min_throughput: float = 0.4, util_cap: float = 1.5, **kwargs: Any) -> None:
+        super().__init__(util_cap=util_cap, **kwargs)
+        self.model_dir = model_dir
+        self.model = model
+        self.interference_weight = interference_weight
+        self.min_throughput = min_throughput
+        self.estimator: SlowdownEstimator | None = None
+        self._planned: dict[int, list[str]] = {}
+
+    def describe(self) -> dict[str, Any]:
+        source = self.estimator.describe() if self.estimator else {
+            "interference_source": str(self.model_dir) if self.model_dir else "fallback: unfitted summed-utilization"}
+        return {**super().describe(), "interference_weight": self.interference_weight,
+                "min_throughput": self.min_throughput, **source}
+
+    def planning_load(self, state: SchedulerState) -> GPULoad:
+        if self.estimator is None:
+            self.estimator = estimator_for(self.model_dir, state.predictor, self.model)
+        self._planned = {}
+        return super().planning_load(state)
+
+    def note_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState) -> None:
+        for g in gpus:
+            self._planned.setdefault(g, []).append(job.spec.job_type)
+
+    def residents(self, gpu: int, state: SchedulerState) -> list[str]:
+        return [state.running[j].spec.job_type for j in state.residents[gpu]] + self._planned.get(gpu, [])
+
+    def choose(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> Choice:
+        placement = self.placement
+        if not hasattr(placement, "idx") or placement.idx.cluster is not state.cluster:
+            placement.begin(load, state)
+        cost = placement.cost_per_gpu(job, load, state)
+        if cost is None:
+            return None
+        assert self.estimator is not None
+        cost = np.array(cost, dtype=float)
+        for g in np.flatnonzero(np.isfinite(cost) & (load.n_residents > 0)):
+            lost, own = self.estimator.added_loss(job.spec.job_type, self.residents(int(g), state),
+                                                  state.cluster.gpus[int(g)].gpu_type)
+            cost[g] = np.inf if own < self.min_throughput else cost[g] + self.interference_weight * lost
+        return select_gpus(cost, job.spec.num_gpus, placement.idx)

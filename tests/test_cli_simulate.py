@@ -1,0 +1,87 @@
+"""`horus simulate` end to end (in-process) and its one-line errors on bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from horus.cli import main
+
+
+def test_default_run_json_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "res"
+    rc = main(["simulate", "--max-jobs", "60", "--policy", "horus", "--policy", "fifo-exclusive",
+               "--out", str(out), "--json"])
+    assert rc == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert set(summary["policies"]) == {"horus", "fifo-exclusive"}
+    for metrics in summary["policies"].values():
+        for key in ("makespan_s", "mean_jct_s", "p95_jct_s", "mean_wait_s", "gpu_util_mean", "colocated_share"):
+            assert key in metrics
+        assert metrics["jobs_completed"] == 60
+        assert 0.0 <= metrics["gpu_util_mean"] <= 1.0
+    # exclusive placement never co-locates; the table went to stderr because --json owns stdout
+    assert summary["policies"]["fifo-exclusive"]["colocated_share"] == 0.0
+    assert "makespan" in captured.err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["trace"]["sha256"]) == 64
+    assert manifest["truth"]["name"] == "parametric" and manifest["predictor"]["name"] == "analytic"
+    for name in ("util_over_time.png", "jct_cdf.png", "queue_length.png", "summary.json"):
+        assert (out / name).is_file()
+
+
+def test_same_seed_same_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = []
+    for run in ("a", "b"):
+        assert main(["simulate", "--max-jobs", "40", "--policy", "horus", "--out", str(tmp_path / run), "--json"]) == 0
+        summary = json.loads(capsys.readouterr().out)["policies"]["horus"]
+        summary.pop("wall_s", None)
+        results.append(summary)
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--policy", "nope"], "unknown policy 'nope'"),
+        (["--truth", "nope"], "unknown truth model 'nope'"),
+        (["--truth", "gavel"], "needs --gavel PATH"),
+        (["--max-jobs", "0"], "--max-jobs: expected a positive integer"),
+        (["--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(args: list[str], expected: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--out", str(tmp_path / "r"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_malformed_trace_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,model,batch_size,duration_s\na,0,1,resnet50,32,60\nb,5,-1,resnet50,32,60\n")
+    assert main(["simulate", "--trace", str(trace), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(trace) in err and "line 3" in err and "num_gpus" in err
+    assert not (tmp_path / "r").exists()  # nothing written on bad input
+
+
+def test_bad_cluster_spec(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "c.yaml"
+    spec.write_text("nodes:\n  - {name: a, count: 1, gpu_type: V100, gpus: -2}\n")
+    assert main(["simulate", "--cluster", str(spec), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert str(spec) in err and "gpus" in err
+
+
+def test_gavel_truth_run(gavel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--truth", "gavel", "--gavel", str(gavel_path), "--max-jobs", "40",
+                 "--policy", "horus", "--policy", "oracle", "--out", str(tmp_path / "g"), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["policies"]["oracle"]["jobs_completed"] == 40
+    manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
+    assert manifest["truth"]["name"] == "gavel"
