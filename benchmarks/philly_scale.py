@@ -4,6 +4,8 @@ Target (docs/simulator.md): <= 20 s and <= 2 GB peak RSS on 2 cores with the Hor
 parametric truth and analytic predictor. Writes benchmarks/results/philly_scale.json.
 
     python benchmarks/philly_scale.py [--policy horus] [--truth parametric] [--predictor analytic]
+    # a congested variant (first 5,000 jobs on 8 nodes = 64 GPUs), for comparing policies:
+    python benchmarks/philly_scale.py --limit 5000 --nodes 8 --policy horus --out benchmarks/results/philly_5k_64gpu_horus.json
 
 Needs ../shared/data (skips with a message when absent).
 """
@@ -36,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--truth", default="parametric")
     parser.add_argument("--predictor", default="analytic")
     parser.add_argument("--nodes", type=int, default=256)
+    parser.add_argument("--limit", type=int, default=0, help="simulate only the first N jobs (0 = all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args(argv)
@@ -62,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     trace = traces.load_trace(TRACE, "philly")
     truth = TRUTH_MODELS.create(args.truth)
     jobs = materialize(trace, truth, reference_gpu=v100, seed=args.seed)
+    if args.limit:
+        jobs = jobs[: args.limit]
     load_s = time.perf_counter() - started
 
     policy = POLICIES.create(args.policy)
@@ -77,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         "truth": args.truth,
         "predictor": args.predictor,
         "seed": args.seed,
+        "limit": args.limit,
         "load_and_materialize_s": round(load_s, 3),
         "simulate_wall_s": round(sim_wall_s, 3),
         "simulate_cpu_s": round(sim_cpu_s, 3),

@@ -26,6 +26,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("oom_failures", "OOMs", "{:.0f}"),
     ("jobs_failed", "failed", "{:.0f}"),
 )
+INTERFERENCE_POLICIES: tuple[str, ...] = ("geng", "horus-iasp")  # policies taking model_dir=
 _HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
 _PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share"}
 
@@ -47,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
     p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
     p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
+    p.add_argument("--interference-model", type=Path, metavar="DIR",
+                   help="trained interference model (horus interference train) for the geng and horus-iasp policies")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
     p.add_argument("--seed", type=int, default=0, help="seed for the profile sampler (default 0)")
@@ -165,8 +168,14 @@ def run_simulate(args: argparse.Namespace) -> int:
         "sampler": sampler.describe(),
         "seed": args.seed,
     }
+    options: dict[str, dict[str, object]] = {}
+    if args.interference_model is not None:
+        if not (args.interference_model / "model.json").is_file():
+            raise HorusInputError(str(args.interference_model), "not a trained interference model (no model.json); "
+                                  "create one with: horus interference train")
+        options = {name: {"model_dir": args.interference_model} for name in INTERFERENCE_POLICIES}
     summary = run_comparison(jobs, cluster, names, truth, predictor, SimConfig(), outdir, extra,
-                             progress=not args.no_progress and not args.json)
+                             progress=not args.no_progress and not args.json, policy_options=options)
     print(format_table(summary["policies"]), file=log)
     print(f"horus: results, manifest and plots written to {outdir}", file=log)
     if args.json:

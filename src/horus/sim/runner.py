@@ -24,12 +24,14 @@ def write_run(result: SimResult, folder: Path) -> list[Path]:
 
 def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list[str], truth: TruthModel,
                    predictor: Predictor, config: SimConfig, outdir: str | Path,
-                   manifest_extra: Mapping[str, object] | None = None, progress: bool = False) -> dict[str, object]:
+                   manifest_extra: Mapping[str, object] | None = None, progress: bool = False,
+                   policy_options: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, object]:
     """Simulate each named policy on ``jobs``; write outputs into ``outdir``; return the summary dict.
 
     The summary is ``{"policies": {name: summary}, "num_jobs", "num_gpus"}`` (also ``summary.json``).
     ``manifest.json`` records versions, configuration, descriptions of every component, the hash of
     every file written and ``manifest_extra`` (trace path + sha256, sampler, seed...).
+    ``policy_options`` maps a policy name to keyword arguments of its factory.
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -38,9 +40,9 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
     described: dict[str, object] = {}
     written: list[Path] = []
     for name in policy_names:
-        policy = POLICIES.create(name)
-        described[name] = policy.describe()
+        policy = POLICIES.create(name, **dict((policy_options or {}).get(name, {})))
         result = simulate(jobs, cluster, policy, truth, predictor, config, progress=progress)
+        described[name] = policy.describe()  # after the run: lazily loaded models describe themselves
         results[name] = result
         written += write_run(result, outdir / safe_name(name))
     summary: dict[str, object] = {

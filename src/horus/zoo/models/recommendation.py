@@ -1,4 +1,12 @@
-"""Recommendation: NeuMF (He et al. 2017, MLPerf NCF sizes on MovieLens-20M) and a DLRM-style model (Naumov 2019)."""
+"""Recommendation: NeuMF (He et al. 2017, MLPerf NCF sizes on MovieLens-20M), a DLRM-style model (Naumov 2019)
+and the Recoder autoencoder of Gavel's "Recommendation" job.
+
+``recoder`` models Recoder's ``DynamicAutoencoder(hidden_layers=[200], activation_type='tanh')`` as Gavel
+trains it on MovieLens-20M: a user's item vector is L2-normalised, encoded by a dense layer to 200 units
+with tanh and decoded back to one score per item (no output activation, untied weights). The item count
+20,108 is the assumption of the hand-estimated catalog row this entry replaced (8,063,508 parameters).
+The whole vector is reconstructed, i.e. Recoder's negative sampling of target items is not modelled.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +19,7 @@ from torch.nn import functional as F
 from horus.zoo.base import Inputs, ZooEntry, add
 
 ML20M_USERS, ML20M_ITEMS = 138493, 26744
+RECODER_ITEMS = 20108  # items in Gavel's Recoder workload (assumption, see module docstring)
 
 
 def _mlp(widths: tuple[int, ...], last_act: bool = True) -> nn.Sequential:
@@ -73,8 +82,37 @@ def click_loss(output: Any, inputs: Inputs) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(output, torch.ones_like(output))
 
 
+class RecoderAutoencoder(nn.Module):
+    """Item vector -> L2 normalise -> (input noise) -> Linear(items, hidden) -> tanh -> Linear(hidden, items)."""
+
+    def __init__(self, items: int = RECODER_ITEMS, hidden: int = 200, noise_prob: float = 0.0) -> None:
+        super().__init__()
+        self.noise = nn.Dropout(noise_prob)
+        self.encoder = nn.Linear(items, hidden)
+        self.decoder = nn.Linear(hidden, items)
+
+    def forward(self, ratings: torch.Tensor) -> torch.Tensor:
+        code = torch.tanh(self.encoder(self.noise(F.normalize(ratings, p=2.0, dim=1))))
+        return self.decoder(code)
+
+
+def recoder_input(batch: int, input_size: int | None, device: Any = "cpu") -> Inputs:
+    """Sparse 0/1 interaction vectors (about 1 % of items rated)."""
+    items = input_size or RECODER_ITEMS
+    return ((torch.rand(batch, items, device=device) < 0.01).float(),)
+
+
+def reconstruction_loss(output: Any, inputs: Inputs) -> torch.Tensor:
+    """Mean squared error between the reconstructed and the input item vector."""
+    return F.mse_loss(output, inputs[0])
+
+
 add(ZooEntry(name="ncf", family="recommendation", build=lambda _size=None: NeuMF(), example_input=ncf_input,
              loss_fn=click_loss, default_input_size=2, description="NeuMF on MovieLens-20M (MLPerf sizes)"))
 add(ZooEntry(name="dlrm", family="recommendation", build=lambda size=None: DLRM(dense=size or 13),
              example_input=dlrm_input, loss_fn=click_loss, default_input_size=13,
              description="DLRM-style CTR model: 13 dense + 26 sparse features (100k rows x 16)"))
+add(ZooEntry(name="recoder", family="recommendation",
+             build=lambda size=None: RecoderAutoencoder(items=size or RECODER_ITEMS), example_input=recoder_input,
+             loss_fn=reconstruction_loss, default_input_size=RECODER_ITEMS,
+             description="Recoder autoencoder (items -> 200 tanh -> items) on MovieLens-20M, as Gavel's Recommendation job"))
