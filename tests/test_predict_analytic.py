@@ -21,11 +21,18 @@ def _spec(model: str, batch: int) -> JobSpec:
 @pytest.mark.parametrize("model", sorted(load_catalog()))
 def test_sane_prediction_for_every_catalog_model(model: str) -> None:
     predictor = PREDICTORS.create("analytic")
+    info = load_catalog()[model]
+    mib = 1024.0 * 1024.0
     for batch in (1, 16, 64):
         p = predictor.predict(_spec(model, batch), V100)
         assert 0.0 < p.util <= 1.0
-        assert 500 < p.mem_mib < 1e6
-        assert 0.0 < p.iter_time_s < 100
+        # at least the fp32 weights plus a CUDA context; at most 10x the model's own footprint
+        # (weights, gradients, Adam moments and activations, fp32), so a unit slip (bytes/KiB/GiB) fails
+        footprint_mib = (4 * 4 * info.params + info.activation_bytes_per_sample * batch) / mib
+        assert 500 + 4 * info.params / mib < p.mem_mib < 10 * footprint_mib + 2000
+        # no faster than a V100's fp32 peak (15.7 TFLOP/s), no slower than 1 % of it plus a second
+        work_s = info.train_flops_per_sample * batch / 15.7e12
+        assert work_s < p.iter_time_s < 100 * work_s + 1.0
 
 
 def test_monotone_in_batch_and_gpu_speed() -> None:

@@ -89,3 +89,55 @@ def test_every_gavel_job_type_is_a_zoo_model_in_the_catalog() -> None:
         model = gavel_to_job_type(gavel_name).split("/")[0]
         assert model in ZOO and model in catalog
         assert catalog[model].source.startswith("horus.graph"), f"{model}: catalog row not computed by code"
+
+
+def test_resnet18_cifar_gmacs_match_commonly_cited_figure() -> None:
+    from horus.graph.extract import count_flops_and_activations
+
+    model, inputs, _ = build_zoo_model("resnet18_cifar", 1)
+    model.eval()
+    forward, _, _ = count_flops_and_activations(model, inputs, backward=False)
+    assert abs(forward / 2 / 1e9 - 0.556) <= 0.03 * 0.556  # ~0.56 GMACs at 32x32 (pytorch-cifar ResNet18)
+
+
+def test_cyclegan_step_runs_six_generator_and_six_discriminator_passes() -> None:
+    entry = get_entry("cyclegan")
+    model = entry.build(None)
+    calls: dict[str, int] = {}
+    for name in ("g_ab", "g_ba", "d_a", "d_b"):
+        calls[name] = 0
+        getattr(model, name).register_forward_hook(lambda *_, n=name: calls.__setitem__(n, calls[n] + 1))
+    inputs = entry.example_input(1, 32, "cpu")
+    entry.loss_fn(model(*inputs), inputs).backward()
+    assert calls == {"g_ab": 3, "g_ba": 3, "d_a": 3, "d_b": 3}
+    generator = sum(p.numel() for p in model.g_ab.parameters())
+    discriminator = sum(p.numel() for p in model.d_a.parameters())
+    assert sum(p.numel() for p in model.parameters()) == 2 * generator + 2 * discriminator
+
+
+def test_a3c_sample_is_a_rollout_of_frames() -> None:
+    from horus.graph.extract import count_flops_and_activations
+    from horus.zoo.models.rl import ROLLOUT_STEPS
+
+    entry = get_entry("a3c")
+    model = entry.build(None)
+    inputs = entry.example_input(2, 42, "cpu")
+    logits, value = model(*inputs)
+    assert inputs[0].shape[:2] == (2, ROLLOUT_STEPS)
+    assert logits.shape[0] == value.shape[0] == 2 * ROLLOUT_STEPS
+    # per-sample forward FLOPs = ROLLOUT_STEPS x (torso on one frame + one LSTM step + heads)
+    torso, _, _ = count_flops_and_activations(model.torso, (torch.randn(1, 1, 42, 42),), backward=False)
+    recurrent_and_heads = 2 * sum(p.numel() for m in (model.lstm, model.actor, model.critic) for p in m.parameters())
+    per_sample = extract_zoo_features("a3c", 2)["forward_flops"] / 2
+    assert ROLLOUT_STEPS * torso < per_sample <= 1.1 * ROLLOUT_STEPS * (torso + recurrent_and_heads)
+
+
+def test_transformer_uses_separate_source_and_target_vocabularies() -> None:
+    from horus.zoo.models.translation import SRC_VOCAB, TGT_VOCAB
+
+    entry = get_entry("transformer")
+    model, (src, tgt), _ = build_zoo_model("transformer", 2)
+    assert model.src_embed.num_embeddings == SRC_VOCAB and model.tgt_embed.num_embeddings == TGT_VOCAB
+    assert model.generator.out_features == TGT_VOCAB
+    real_src, real_tgt = entry.example_input(2, 8, "cpu")
+    assert int(real_src.max()) < SRC_VOCAB and int(real_tgt.max()) < TGT_VOCAB

@@ -1,6 +1,10 @@
 """GANs: DCGAN (Radford et al. 2016, 64x64) and CycleGAN (Zhu et al. 2017, 256x256, ResNet-9 generators).
 
-A training step runs the generator(s) and the discriminator, so the zoo model wraps both.
+A training step runs the generator(s) and the discriminator(s), so the zoo model wraps both.
+``cyclegan`` is one full CycleGAN training step as in Gavel's CycleGAN job: two ResNet-9 generators and
+two 70x70 PatchGAN discriminators; 6 generator passes (2 identity, 2 translations, 2 cycle reconstructions)
+and 6 discriminator passes (2 on translations for the generator loss, 2 on real and 2 on detached fake
+images for the discriminator loss).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from horus.zoo.base import Inputs, ZooEntry, add, image_input
+from horus.zoo.base import Inputs, ZooEntry, add
 
 
 def _up(cin: int, cout: int, stride: int = 2, padding: int = 1) -> list[nn.Module]:
@@ -86,25 +90,41 @@ def patch_discriminator(width: int = 64) -> nn.Sequential:
 
 
 class CycleGAN(nn.Module):
-    """One direction of a CycleGAN step: A -> B -> A cycle plus the B discriminator on the translation."""
+    """One full CycleGAN step on an (A, B) image pair: generator losses and both discriminator losses."""
 
     def __init__(self) -> None:
         super().__init__()
         self.g_ab, self.g_ba = resnet_generator(), resnet_generator()
-        self.d_b = patch_discriminator()
+        self.d_a, self.d_b = patch_discriminator(), patch_discriminator()
 
-    def forward(self, real_a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        fake_b = self.g_ab(real_a)
-        return self.d_b(fake_b), self.g_ba(fake_b) - real_a
+    def forward(self, real_a: torch.Tensor, real_b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        same_b, same_a = self.g_ab(real_b), self.g_ba(real_a)
+        fake_b, fake_a = self.g_ab(real_a), self.g_ba(real_b)
+        cycle_a, cycle_b = self.g_ba(fake_b), self.g_ab(fake_a)
+        identity_error = (same_b - real_b).abs().mean() + (same_a - real_a).abs().mean()
+        cycle_error = (cycle_a - real_a).abs().mean() + (cycle_b - real_b).abs().mean()
+        fooled = (self.d_b(fake_b), self.d_a(fake_a))
+        real = (self.d_a(real_a), self.d_b(real_b))
+        fake = (self.d_a(fake_a.detach()), self.d_b(fake_b.detach()))
+        return identity_error, cycle_error, fooled, real, fake
+
+
+def cyclegan_input(batch: int, input_size: int | None, device: Any = "cpu") -> Inputs:
+    return (torch.randn(batch, 3, input_size, input_size, device=device),
+            torch.randn(batch, 3, input_size, input_size, device=device))
 
 
 def cyclegan_loss(output: Any, inputs: Inputs) -> torch.Tensor:
-    verdict, cycle_error = output
-    return F.mse_loss(verdict, torch.ones_like(verdict)) + 10.0 * cycle_error.abs().mean()
+    """Least-squares GAN losses + 10 x cycle + 5 x identity L1 (Zhu et al. 2017 weights)."""
+    identity_error, cycle_error, fooled, real, fake = output
+    generator = sum(F.mse_loss(v, torch.ones_like(v)) for v in fooled) + 10.0 * cycle_error + 5.0 * identity_error
+    discriminator = sum(0.5 * (F.mse_loss(r, torch.ones_like(r)) + F.mse_loss(f, torch.zeros_like(f)))
+                        for r, f in zip(real, fake))
+    return generator + discriminator
 
 
 add(ZooEntry(name="dcgan", family="gan", build=lambda _size=None: DCGAN(), example_input=dcgan_input,
              loss_fn=gan_loss, default_input_size=64, description="DCGAN generator + discriminator, 64x64"))
-add(ZooEntry(name="cyclegan", family="gan", build=lambda _size=None: CycleGAN(), example_input=image_input(3),
+add(ZooEntry(name="cyclegan", family="gan", build=lambda _size=None: CycleGAN(), example_input=cyclegan_input,
              loss_fn=cyclegan_loss, default_input_size=256,
-             description="CycleGAN: two ResNet-9 generators + PatchGAN discriminator, 256x256"))
+             description="CycleGAN full step: two ResNet-9 generators + two PatchGAN discriminators, 256x256"))

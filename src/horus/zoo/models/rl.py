@@ -1,7 +1,9 @@
 """Reinforcement learning actor-critics on Atari frames.
 
 ``a3c``: the LSTM actor-critic of the A3C paper (Mnih et al. 2016) at the 42x42 grey-frame size used by
-the pytorch-a3c implementation Gavel runs (4 stride-2 convs of 32 channels + LSTM cell 256).
+the pytorch-a3c implementation Gavel runs (4 stride-2 convs of 32 channels + LSTM 256). One sample is one
+training step's rollout of 20 frames (pytorch-a3c's ``--num-steps`` default): the torso runs on every frame,
+the LSTM over the rollout (same weights and FLOPs as stepping an LSTM cell), heads on every step.
 ``ppo``: the Nature-DQN torso (Mnih et al. 2015) on 4 stacked 84x84 frames with policy and value heads.
 """
 
@@ -16,28 +18,35 @@ from torch.nn import functional as F
 from horus.zoo.base import Inputs, ZooEntry, add, image_input
 
 ACTIONS = 6  # e.g. Pong
+ROLLOUT_STEPS = 20
+A3C_HIDDEN = 256
 
 
 class A3CNet(nn.Module):
-    def __init__(self, frame: int = 42, hidden: int = 256, actions: int = ACTIONS) -> None:
+    def __init__(self, frame: int = 42, hidden: int = A3C_HIDDEN, actions: int = ACTIONS) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         for cin in (1, 32, 32, 32):
             layers += [nn.Conv2d(cin, 32, 3, 2, 1), nn.ELU()]
             frame = (frame + 1) // 2
         self.torso = nn.Sequential(*layers, nn.Flatten())
-        self.lstm = nn.LSTMCell(32 * frame * frame, hidden)
+        self.lstm = nn.LSTM(32 * frame * frame, hidden, batch_first=True)
         self.actor = nn.Linear(hidden, actions)
         self.critic = nn.Linear(hidden, 1)
 
     def forward(self, frames: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        h, c = self.lstm(self.torso(frames), (h, c))
-        return self.actor(h), self.critic(h)
+        """``frames``: (batch, steps, 1, side, side); ``h``, ``c``: (batch, hidden). Outputs per (rollout, step)."""
+        batch, steps = frames.shape[:2]
+        features = self.torso(frames.flatten(0, 1)).unflatten(0, (batch, steps))
+        out, _ = self.lstm(features, (h.unsqueeze(0), c.unsqueeze(0)))
+        out = out.flatten(0, 1)
+        return self.actor(out), self.critic(out)
 
 
 def a3c_input(batch: int, input_size: int | None, device: Any = "cpu") -> Inputs:
-    return (torch.randn(batch, 1, input_size, input_size, device=device),
-            torch.zeros(batch, 256, device=device), torch.zeros(batch, 256, device=device))
+    """``batch`` rollouts of ROLLOUT_STEPS grey frames plus the LSTM state they start from."""
+    return (torch.randn(batch, ROLLOUT_STEPS, 1, input_size, input_size, device=device),
+            torch.zeros(batch, A3C_HIDDEN, device=device), torch.zeros(batch, A3C_HIDDEN, device=device))
 
 
 class PPONet(nn.Module):
@@ -66,6 +75,6 @@ def actor_critic_loss(output: Any, inputs: Inputs) -> torch.Tensor:
 
 
 add(ZooEntry(name="a3c", family="rl", build=lambda size=None: A3CNet(size or 42), example_input=a3c_input,
-             loss_fn=actor_critic_loss, default_input_size=42, description="A3C LSTM actor-critic, 42x42 Atari"))
+             loss_fn=actor_critic_loss, default_input_size=42, description="A3C LSTM actor-critic, 20-step rollout of 42x42 Atari frames"))
 add(ZooEntry(name="ppo", family="rl", build=lambda size=None: PPONet(size or 84), example_input=image_input(4),
              loss_fn=actor_critic_loss, default_input_size=84, description="PPO Nature-CNN actor-critic, 84x84x4"))
