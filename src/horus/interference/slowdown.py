@@ -24,6 +24,7 @@ class SlowdownEstimator:
         self.model = model
         self.source = source
         self._cache: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+        self._loss_cache: dict[tuple[str, tuple[str, ...], str], tuple[float, float]] = {}
 
     def throughputs(self, job_types: Sequence[str], gpu: GPUType) -> list[float]:
         """Predicted normalized throughput of each job of a set on one GPU (cached per sorted set)."""
@@ -43,13 +44,21 @@ class SlowdownEstimator:
     def added_loss(self, job_type: str, residents: Sequence[str], gpu: GPUType) -> tuple[float, float]:
         """(total normalized throughput lost if ``job_type`` joins ``residents``, the job's own throughput).
 
-        Loss = (1 - own throughput) + the residents' drop; 0 on an empty GPU.
+        Loss = (1 - own throughput) + the residents' drop; 0 on an empty GPU. Cached per
+        (job type, residents in the given order, GPU type name).
         """
         if not residents:
             return 0.0, 1.0
-        after = self.throughputs([job_type, *residents], gpu)
-        before = self.throughputs(list(residents), gpu)
-        return (1.0 - after[0]) + sum(b - a for b, a in zip(before, after[1:])), after[0]
+        key = (job_type, tuple(residents), gpu.name)
+        found = self._loss_cache.get(key)
+        if found is None:
+            after = self.throughputs([job_type, *residents], gpu)
+            before = self.throughputs(list(residents), gpu)
+            found = (1.0 - after[0]) + sum(b - a for b, a in zip(before, after[1:])), after[0]
+            if len(self._loss_cache) >= 1_000_000:
+                self._loss_cache.clear()
+            self._loss_cache[key] = found
+        return found
 
     def describe(self) -> dict[str, object]:
         return {"interference_model": self.model.name, "interference_source": self.source}

@@ -18,6 +18,7 @@ from itertools import islice
 import numpy as np
 
 from horus.cluster import Cluster, GPUType
+from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Action, ComposedPolicy, Placement, QueueOrder, Start
 from horus.predict.base import Prediction
@@ -52,13 +53,28 @@ class ClusterIndex:
         counts = np.bincount(self.type_of_gpu, minlength=len(self.types))
         self.main_type: GPUType = self.types[int(np.argmax(counts))]
         self.type_masks = {t.name: self.type_of_gpu == i for i, t in enumerate(self.types)}
+        self._request_masks: dict[str, np.ndarray | None] = {}
+
+    def request_mask(self, request: str | None) -> np.ndarray | None:
+        """Boolean mask of GPUs whose type a ``gpu_type_request`` accepts (``"P100|T4"``: either), or
+        None for any GPU. Names the cluster lacks match nothing. Cached per request string; read-only."""
+        if request is None:
+            return None
+        mask = self._request_masks.get(request, False)
+        if mask is False:
+            accepted = accepted_gpu_types(request)
+            if accepted is None:
+                mask = None
+            else:
+                ids = [i for i, t in enumerate(self.types) if t.name in accepted]
+                mask = np.isin(self.type_of_gpu, ids)
+                mask.setflags(write=False)
+            self._request_masks[request] = mask
+        return mask
 
     def allowed(self, spec: JobSpec) -> np.ndarray | None:
-        """Boolean mask of GPUs the job may use, or None for all (an unknown type allows none)."""
-        if spec.gpu_type_request is None:
-            return None
-        mask = self.type_masks.get(spec.gpu_type_request)
-        return mask if mask is not None else np.zeros(len(self.type_of_gpu), dtype=bool)
+        """Boolean mask of GPUs the job may use (``request_mask`` of its ``gpu_type_request``), None for all."""
+        return self.request_mask(spec.gpu_type_request)
 
     def per_gpu(self, values: Sequence[float]) -> np.ndarray | float:
         """Broadcast one value per GPU type to all GPUs (a scalar on single-type clusters)."""

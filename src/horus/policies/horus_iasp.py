@@ -20,6 +20,7 @@ from horus.interference.base import InterferenceModel
 from horus.interference.slowdown import SlowdownEstimator, estimator_for
 from horus.policies._common import select_gpus
 from horus.policies.base import POLICIES
+from horus.policies.geng import ResidentTypes
 from horus.policies.horus import Choice, HorusPolicy
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
@@ -37,7 +38,7 @@ class HorusIASPPolicy(HorusPolicy):
         self.interference_weight = interference_weight
         self.min_throughput = min_throughput
         self.estimator: SlowdownEstimator | None = None
-        self._planned: dict[int, list[str]] = {}
+        self.types = ResidentTypes()  # residents' job types per GPU, planned starts included
 
     def describe(self) -> dict[str, Any]:
         source = self.estimator.describe() if self.estimator else {
@@ -48,15 +49,16 @@ class HorusIASPPolicy(HorusPolicy):
     def planning_load(self, state: SchedulerState) -> GPULoad:
         if self.estimator is None:
             self.estimator = estimator_for(self.model_dir, state.predictor, self.model)
-        self._planned = {}
+        self.types.sync(state)
         return super().planning_load(state)
 
     def note_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState) -> None:
-        for g in gpus:
-            self._planned.setdefault(g, []).append(job.spec.job_type)
+        pred = self.job_load(job, gpus[0], state)
+        self.types.add(gpus, job.spec.job_type, pred.mem_mib)
 
     def residents(self, gpu: int, state: SchedulerState) -> list[str]:
-        return [state.running[j].spec.job_type for j in state.residents[gpu]] + self._planned.get(gpu, [])
+        """Job types on ``gpu``: running ones, then those planned in this call (arrival order)."""
+        return list(self.types.sigs[self.types.sig_of_gpu[gpu]])
 
     def choose(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> Choice:
         placement = self.placement
@@ -66,9 +68,10 @@ class HorusIASPPolicy(HorusPolicy):
         if cost is None:
             return None
         assert self.estimator is not None
-        cost = np.array(cost, dtype=float)
-        for g in np.flatnonzero(np.isfinite(cost) & (load.n_residents > 0)):
-            lost, own = self.estimator.added_loss(job.spec.job_type, self.residents(int(g), state),
-                                                  state.cluster.gpus[int(g)].gpu_type)
-            cost[g] = np.inf if own < self.min_throughput else cost[g] + self.interference_weight * lost
+        shared = np.flatnonzero(np.isfinite(cost) & (load.n_residents > 0))
+        if len(shared):
+            lost, own = self.types.added_losses(self.estimator, job.spec.job_type, shared, placement.idx)
+            cost = np.array(cost, dtype=float)
+            cost[shared] = np.where(own < self.min_throughput, np.inf,
+                                    cost[shared] + self.interference_weight * lost)
         return select_gpus(cost, job.spec.num_gpus, placement.idx)

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from horus.cluster import Cluster, GPUType
 from horus.comm import allreduce_time_s, gradient_bytes
 from horus.errors import HorusInputError
+from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Policy, Preempt, Start
 from horus.predict.base import Predictor
@@ -234,7 +235,8 @@ class _Engine:
             raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on GPUs {gpus}: indices must "
                                      f"be distinct and in [0, {n})")
         wanted = spec.gpu_type_request
-        if wanted is not None and any(self.gpu_type[g].name != wanted for g in gpus):
+        accepted = accepted_gpu_types(wanted)
+        if accepted is not None and any(self.gpu_type[g].name not in accepted for g in gpus):
             raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} off its requested GPU type "
                                      f"{wanted!r}")
         return spec, gpus
