@@ -38,3 +38,9 @@ def sjf_exclusive(**kwargs: Any) -> Policy:
 def gandiva(**kwargs: Any) -> Policy:
     """FIFO with Gandiva-style memory-fit packing (no utilization awareness)."""
     return make_composed("fifo", "gandiva", name="gandiva", **kwargs)
+
+
+@POLICIES.register("sjf-horus")
+def sjf_horus(**kwargs: Any) -> Policy:
+    """Shortest predicted job first with Horus's interference-aware placement (co-locates under the cap)."""
+    return make_composed("sjf", "horus", name="sjf-horus", **kwargs)
