@@ -85,3 +85,20 @@ def test_gavel_truth_run(gavel_path: Path, tmp_path: Path, capsys: pytest.Captur
     assert summary["policies"]["oracle"]["jobs_completed"] == 40
     manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
     assert manifest["truth"]["name"] == "gavel"
+
+
+def test_results_do_not_depend_on_string_hashing(tmp_path: Path) -> None:
+    """Two processes with different PYTHONHASHSEED give the same summary (no set-order dependence)."""
+    import os
+    import subprocess
+    import sys
+
+    summaries = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run([sys.executable, "-m", "horus.cli", "simulate", "--policy", "oracle", "--policy", "geng",
+                               "--json", "--no-progress", "--out", str(tmp_path / seed)],
+                              capture_output=True, text=True, env=env, timeout=300, check=True)
+        policies = json.loads(proc.stdout)["policies"]
+        summaries.append({name: {k: v for k, v in m.items() if k != "wall_s"} for name, m in policies.items()})
+    assert summaries[0] == summaries[1]

@@ -33,10 +33,11 @@ class TrueLoad:
 
     def sync(self, state: SchedulerState, solo: Any) -> None:
         running = state.running
-        for jid in self.jobs.keys() - running.keys():
+        # Lists in dict order, not set differences: float sums must not depend on string hashing.
+        for jid in [jid for jid in self.jobs if jid not in running]:
             gpus, util, mem = self.jobs.pop(jid)
             self._add(gpus, -util, -mem)
-        for jid in running.keys() - self.jobs.keys():
+        for jid in [jid for jid in running if jid not in self.jobs]:
             run = running[jid]
             truth = solo(run.spec.job_type, state.cluster.gpus[run.gpus[0]].gpu_type)
             self.jobs[jid] = (run.gpus, truth.util, truth.mem_mib)
