@@ -8,7 +8,7 @@ all GPUs at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,6 +62,14 @@ class GPULoad:
 
     def copy(self) -> GPULoad:
         return GPULoad(self.pred_util.copy(), self.pred_mem_mib.copy(), self.n_residents.copy(), self.alloc_share.copy())
+
+    def equals(self, other: GPULoad | None) -> bool:
+        """Same per-GPU load (used by policies to reuse work from the previous call)."""
+        return (other is not None and len(other.n_residents) == len(self.n_residents)
+                and np.array_equal(self.n_residents, other.n_residents)
+                and np.array_equal(self.pred_mem_mib, other.pred_mem_mib)
+                and np.array_equal(self.pred_util, other.pred_util)
+                and np.array_equal(self.alloc_share, other.alloc_share))
 
     def add(self, gpus: Sequence[int], pred: Prediction, share: float, sign: int = 1) -> None:
         """Add (sign=+1) or remove (-1) one worker of a job on each of ``gpus`` (distinct indices)."""

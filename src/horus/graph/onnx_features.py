@@ -63,7 +63,7 @@ def _node_macs(node: Any, shapes: dict[str, list[int]], init_shapes: dict[str, l
 def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, input_size: int | None = None) -> dict[str, Any]:
     """FEATURE_NAMES vector of an ONNX file, plus ``"estimated"``: the names not read from the graph."""
     import onnx
-    from onnx import numpy_helper, shape_inference
+    from onnx import shape_inference
 
     path = Path(path)
     source = str(path)

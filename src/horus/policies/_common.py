@@ -20,10 +20,10 @@ import numpy as np
 from horus.cluster import Cluster, GPUType
 from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
-from horus.policies.base import Action, ComposedPolicy, Placement, QueueOrder, Start
+from horus.policies.base import Action, ComposedPolicy, Placement, QueueOrder
 from horus.predict.base import Prediction
 from horus.registry import Registry
-from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+from horus.state import GPULoad, QueuedJob, SchedulerState
 
 ORDERS: Registry[QueueOrder] = Registry("queue order")
 PLACEMENTS: Registry[Placement] = Registry("placement")
@@ -229,32 +229,22 @@ class OrderedPolicy(ComposedPolicy):
     def schedule(self, state: SchedulerState) -> list[Action]:
         if not state.queue:
             return []
-        placement = self.placement
-        fast = isinstance(placement, FastPlacement)
         load = state.tentative()
-        if fast:
-            placement.begin(load, state)
-            if not placement.any_room():
+        if isinstance(self.placement, FastPlacement):
+            self.placement.begin(load, state)
+            if not self.placement.any_room():
                 return []
         if isinstance(self.order_rule, FastOrder):
             jobs = self.order_rule.head(state, self.max_scan)
         else:
             jobs = self.order_rule.order(list(state.queue.values()), state)[: self.max_scan]
-        actions: list[Action] = []
-        for job in jobs:
-            gpus = placement.place(job, load, state)
-            if gpus is None:
-                if not self.backfill:
-                    break
-                continue
-            pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
-            load.add(gpus, pred, gpu_share(job.spec))
-            actions.append(Start(job.spec.job_id, gpus))
-            if fast:
-                placement.update(load, state)
-                if not placement.any_room():
-                    break
-        return actions
+        return self.place_in_order(jobs, load, state)
+
+    def room_left(self, load: GPULoad, state: SchedulerState) -> bool:
+        if not isinstance(self.placement, FastPlacement):
+            return True
+        self.placement.update(load, state)
+        return self.placement.any_room()
 
 
 def fifo_head(state: SchedulerState, k: int) -> list[QueuedJob]:

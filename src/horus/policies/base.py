@@ -84,9 +84,13 @@ class ComposedPolicy(Policy):
     def schedule(self, state: SchedulerState) -> list[Action]:
         if not state.queue:
             return []
-        load = state.tentative()
+        jobs = self.order_rule.order(list(state.queue.values()), state)[: self.max_scan]
+        return self.place_in_order(jobs, state.tentative(), state)
+
+    def place_in_order(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
+        """Place ``jobs`` in order on ``load`` (updated as jobs are placed); skip or stop at misfits."""
         actions: list[Action] = []
-        for job in self.order_rule.order(list(state.queue.values()), state)[: self.max_scan]:
+        for job in jobs:
             gpus = self.placement.place(job, load, state)
             if gpus is None:
                 if not self.backfill:
@@ -95,7 +99,13 @@ class ComposedPolicy(Policy):
             pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
             load.add(gpus, pred, gpu_share(job.spec))
             actions.append(Start(job.spec.job_id, gpus))
+            if not self.room_left(load, state):
+                break
         return actions
+
+    def room_left(self, load: GPULoad, state: SchedulerState) -> bool:
+        """Called after each planned start; False stops the walk early (subclasses may know)."""
+        return True
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "oracle": self.is_oracle, "order": self.order_rule.name,

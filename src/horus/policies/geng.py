@@ -264,11 +264,7 @@ class GengPolicy(Policy):
         return actions
 
     def _unchanged(self, state: SchedulerState) -> bool:
-        exp, cur = self._expected, state.load
-        return (exp is not None and len(exp.n_residents) == len(cur.n_residents)
-                and np.array_equal(exp.n_residents, cur.n_residents)
-                and np.array_equal(exp.pred_mem_mib, cur.pred_mem_mib)
-                and np.array_equal(exp.alloc_share, cur.alloc_share))
+        return state.load.equals(self._expected)
 
     def _begin(self, load: GPULoad, state: SchedulerState) -> None:
         """Job-independent per-GPU and per-node quantities of the planned load."""

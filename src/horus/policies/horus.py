@@ -5,7 +5,6 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any
 
-import numpy as np
 
 from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.horus_placement import HorusPlacement
@@ -61,11 +60,7 @@ class HorusPolicy(Policy):
 
     # ---- scheduling ----------------------------------------------------------------------------
     def _unchanged(self, state: SchedulerState) -> bool:
-        exp, cur = self._expected, state.load
-        return (exp is not None and len(exp.n_residents) == len(cur.n_residents)
-                and np.array_equal(exp.n_residents, cur.n_residents)
-                and np.array_equal(exp.pred_mem_mib, cur.pred_mem_mib)
-                and np.array_equal(exp.pred_util, cur.pred_util))
+        return state.load.equals(self._expected)
 
     def schedule(self, state: SchedulerState) -> list[Action]:
         if not state.queue:
