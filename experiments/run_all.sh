@@ -24,6 +24,9 @@ if [ -f "$GAVEL" ]; then
   echo "5b. congested Philly: first 5,000 jobs of the Philly table on the embedded 64-GPU cluster"
   horus simulate --json --no-progress --trace "$SHARED/traces/philly/philly_jobs.csv" --format philly --max-jobs 5000 \
     --out results/philly-5k > "$OUT/simulate_philly_5k_64gpu.json"
+  echo "5c. Alibaba openb GPU-sharing trace on its own 1,213-node cluster"
+  horus simulate --json --no-progress --trace "$SHARED/traces/alibaba-openb/openb_pod_list_default.csv" --format openb \
+    --cluster "$SHARED/traces/alibaba-openb/openb_node_list_gpu_node.csv" --out results/openb > "$OUT/simulate_openb.json"
   echo "5. summed utilization vs slowdown on Gavel pairs (utilization-as-a-proxy analysis)"
   horus colocation analyze --gavel "$GAVEL" --json > "$OUT/colocation_gavel.json"
 else
