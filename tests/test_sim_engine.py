@@ -87,6 +87,16 @@ def test_gang_job_waits_for_all_its_gpus() -> None:
     assert j.loc["small", "end"] == pytest.approx(50.0)
 
 
+def test_job_larger_than_the_cluster_is_rejected_not_blocking() -> None:
+    # A FIFO policy would wait forever behind the 8-GPU job on a 4-GPU cluster; it is dropped at arrival.
+    jobs = [job("huge", 0.0, 10, gpus=8), job("after", 1.0, 10)]
+    res = simulate(jobs, cluster(1, 4), PackingPolicy(max_share=1.0), truth(), ConstPredictor())
+    j = by_id(res)
+    assert j.loc["huge", "status"] == "rejected"
+    assert j.loc["after", "status"] == "completed" and j.loc["after", "first_start"] == pytest.approx(1.0)
+    assert res.summary["jobs_rejected"] == 1 and res.summary["jobs_unfinished"] == 0
+
+
 @pytest.mark.parametrize("gpus, message", [((0, 1, 2), "exactly 4"), ((0, 1, 2, 2), "distinct"),
                                            ((0, 1, 2, 9), "distinct")])
 def test_bad_gang_start_is_a_policy_error(gpus: tuple[int, ...], message: str) -> None:

@@ -29,12 +29,13 @@ def test_per_gpu_integrals_match_the_cluster_mean_and_the_timeline_is_capped() -
     assert res.summary["p95_slowdown"] <= 1.4 + 1e-9 and res.summary["mean_slowdown"] > 1.0
 
 
-def test_never_placeable_job_is_unfinished_and_others_complete() -> None:
+def test_job_larger_than_cluster_is_rejected_and_others_complete() -> None:
     jobs = [job("big", 0.0, 10, gpus=8), job("ok", 0.0, 10)]
     res = simulate(jobs, cluster(1, 2), PackingPolicy(), TRUTH, ConstPredictor())
     status = res.jobs.set_index("job_id")["status"]
-    assert status["big"] == "unfinished" and status["ok"] == "completed"
-    assert res.summary["jobs_unfinished"] == 1 and np.isnan(res.jobs.set_index("job_id").loc["big", "wait"])
+    assert status["big"] == "rejected" and status["ok"] == "completed"
+    assert res.summary["jobs_rejected"] == 1 and res.summary["jobs_unfinished"] == 0
+    assert np.isnan(res.jobs.set_index("job_id").loc["big", "wait"])
 
 
 def test_preempting_a_job_that_is_not_running_is_a_policy_error() -> None:

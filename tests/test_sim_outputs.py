@@ -15,9 +15,17 @@ from horus.sim.outputs import sha256_file
 from horus.sim.runner import run_comparison
 from horus.truth.base import SoloTruth
 
-for _name, _share in (("test-exclusive", 1.0), ("test-pairs", 2.0)):
-    if _name not in POLICIES:
-        POLICIES.register(_name)(lambda share=_share: PackingPolicy(max_share=share))
+TEST_POLICIES = (("test-exclusive", 1.0), ("test-pairs", 2.0))
+
+
+@pytest.fixture(autouse=True)
+def _test_policies():
+    """Register two toy policies for these tests only (other tests iterate over POLICIES)."""
+    for name, share in TEST_POLICIES:
+        POLICIES.register(name)(lambda share=share: PackingPolicy(max_share=share))
+    yield
+    for name, _ in TEST_POLICIES:
+        POLICIES.unregister(name)
 
 
 def test_run_comparison_writes_everything(tmp_path: Path) -> None:

@@ -24,6 +24,10 @@ class Registry(Generic[T]):
 
         return decorator
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests that register temporary entries)."""
+        self._factories.pop(name, None)
+
     def create(self, name: str, **kwargs: object) -> T:
         try:
             factory = self._factories[name]

@@ -110,6 +110,7 @@ class _Engine:
         self._solo: dict[tuple[str, str], SoloTruth] = {}
         self._coloc: dict[tuple[str, tuple[str, ...]], list[float]] = {}
         self._grad_bytes: dict[str, float] = {}
+        self._eligible: dict[str | None, int] = {}
         self.version = 0
         self.tick_pending = False
         self.events_processed = 0
@@ -192,9 +193,22 @@ class _Engine:
         return True
 
     def _on_arrival(self, event: Arrival, now: float) -> bool:
-        self.state.submit(event.spec, now)
+        spec = event.spec
+        if spec.num_gpus > self._eligible_gpus(spec.gpu_type_request):
+            self.records[spec.job_id].status = "rejected"  # it could never run here: do not block the queue
+        else:
+            self.state.submit(spec, now)
         self._push_next_arrival()
         return True
+
+    def _eligible_gpus(self, request: str | None) -> int:
+        """How many GPUs of the cluster a job with this GPU-type request may use (cached per request)."""
+        count = self._eligible.get(request)
+        if count is None:
+            accepted = accepted_gpu_types(request)
+            count = sum(1 for t in self.gpu_type if accepted is None or t.name in accepted)
+            self._eligible[request] = count
+        return count
 
     def _on_oom_restart(self, event: OOMRestart, now: float) -> bool:
         queued = self.oom_waiting.pop(event.job_id)

@@ -36,7 +36,7 @@ class JobRecord:
     colocated: bool = False
     oom_failures: int = 0
     preemptions: int = 0
-    status: str = "unfinished"  # completed | failed | unfinished
+    status: str = "unfinished"  # completed | failed | rejected | unfinished
 
 
 class MetricsRecorder:
@@ -159,6 +159,7 @@ def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int) -
         "num_jobs": int(len(jobs)),
         "jobs_completed": int(len(completed)),
         "jobs_failed": int((jobs["status"] == "failed").sum()),
+        "jobs_rejected": int((jobs["status"] == "rejected").sum()),
         "jobs_unfinished": int((jobs["status"] == "unfinished").sum()),
         "makespan_s": float(span),
         "mean_jct_s": _stat(completed["jct"], "mean"),
