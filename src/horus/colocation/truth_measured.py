@@ -9,7 +9,6 @@ other GPU types by ``measured_speed / gpu_type.speed`` (both relative to a V100)
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,13 @@ import numpy as np
 from horus.cluster import GPUType
 from horus.colocation.analysis import KneeFit, fit_knee
 from horus.errors import HorusInputError
+from horus.hashing import sha256_file
 from horus.jobs import job_type_key
 from horus.truth.base import TRUTH_MODELS, SoloTruth, TruthModel
 
 MIN_NORMALIZED = 0.02  # floor of the fitted curve: a co-located job always makes some progress
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class MeasuredTruth(TruthModel):
@@ -136,9 +134,9 @@ class MeasuredTruth(TruthModel):
 
     def describe(self) -> dict[str, object]:
         return {
-            "name": self.name, "solo_path": str(self.solo_path), "solo_sha256": _sha256(self.solo_path),
+            "name": self.name, "solo_path": str(self.solo_path), "solo_sha256": sha256_file(self.solo_path),
             "coloc_path": str(self.coloc_path) if self.coloc_path else None,
-            "coloc_sha256": _sha256(self.coloc_path) if self.coloc_path else None,
+            "coloc_sha256": sha256_file(self.coloc_path) if self.coloc_path else None,
             "precision": self.precision, "measured_speed": self.measured_speed,
             "n_job_types": len(self._solo), "n_measured_sets": len(self._sets),
             "fit": None if self._fit is None else {k: getattr(self._fit, k) for k in (

@@ -7,7 +7,6 @@ Rows with ``status != "ok"`` (out-of-memory, errors) are dropped; repeats of one
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pandas as pd
 
 from horus.catalog import FEATURE_NAMES, model_info
 from horus.errors import HorusInputError
+from horus.hashing import sha256_file
 from horus.learn.features import build_features, config_features
 from horus.learn.gpus import resolve_gpu
 from horus.profiling.schema import TARGETS
@@ -43,14 +43,6 @@ class ProfileDataset:
     @property
     def families(self) -> np.ndarray:
         return self.keys["family"].to_numpy()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def read_table(path: Path) -> pd.DataFrame:
@@ -137,4 +129,4 @@ def load_profiles(path: str | Path) -> ProfileDataset:
     features = build_features(pd.DataFrame(rows))
     targets = pd.DataFrame({name: grouped[column].to_numpy(dtype=float) for name, column in TARGETS.items()})
     keys = grouped[list(CONFIG_KEYS)].assign(family=families, gpu_type=gpu_types)
-    return ProfileDataset(features, targets, keys, source, file_sha256(path), len(raw), len(raw) - len(ok))
+    return ProfileDataset(features, targets, keys, source, sha256_file(path), len(raw), len(raw) - len(ok))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 import horus
+from horus.hashing import sha256_file  # noqa: F401  (re-exported: runner and benchmarks use it from here)
 
 HAVE_PYARROW = importlib.util.find_spec("pyarrow") is not None
 
@@ -56,14 +56,6 @@ def write_json(data: object, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(to_jsonable(data), indent=2, sort_keys=False, default=str) + "\n")
     return path
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def environment() -> dict[str, str]:

@@ -10,6 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from horus.sim.engine import SimResult  # noqa: E402
 
@@ -31,12 +33,7 @@ def _timeline_plot(results: Mapping[str, SimResult], column: str, ylabel: str, p
         ax.step(_hours(tl["time"].to_numpy(), origin), tl[column].to_numpy(), where="post", label=name, lw=1)
     ax.set_xlabel("time since first submission (h)")
     ax.set_ylabel(ylabel)
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)
 
 
 def plot_util_over_time(results: Mapping[str, SimResult], path: Path) -> Path:
@@ -56,6 +53,11 @@ def plot_jct_cdf(results: Mapping[str, SimResult], path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (h)")
     ax.set_ylabel("fraction of completed jobs")
+    return _save(fig, ax, path)
+
+
+def _save(fig: Figure, ax: Axes, path: Path) -> Path:
+    """Legend, grid, layout; write the PNG and free the figure."""
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
