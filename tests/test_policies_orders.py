@@ -43,7 +43,6 @@ def test_sjf_counts_progress_before_preemption() -> None:
     queue(state, "y", "a", iterations=600)  # 600 s
     state.start("x", (0,), 0.0)
     state.now = 800.0
-    state.running["x"].attained_gpu_s = state.running["x"].attained(800.0)  # as the engine does
     state.requeue("x", 800.0)  # attained 800 GPU-s -> ~200 s left
     order = ORDERS.create("sjf").head(state, 2)
     assert [j.spec.job_id for j in order] == ["x", "y"]
@@ -54,7 +53,6 @@ def test_tiresias_queue_index_and_order_by_attained_service() -> None:
     state = make_state(TABLE)
     queue(state, "old", "a")
     state.start("old", (0,), 0.0)
-    state.running["old"].attained_gpu_s = state.running["old"].attained(7200.0)
     state.requeue("old", 7200.0)  # 7,200 GPU-s attained -> queue 1
     state.now = 7300.0
     queue(state, "fresh", "a")

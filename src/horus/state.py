@@ -131,9 +131,10 @@ class SchedulerState:
         return run
 
     def requeue(self, job_id: str, now: float, *, oom: bool = False) -> QueuedJob:
-        """Stop a running job and put it back in the queue (preemption or OOM failure)."""
+        """Stop a running job and put it back in the queue (preemption or OOM failure), keeping the
+        GPU-seconds it attained, this run included."""
         run = self.finish(job_id)
-        queued = QueuedJob(run.spec, queued_since=now, attained_gpu_s=run.attained_gpu_s,
+        queued = QueuedJob(run.spec, queued_since=now, attained_gpu_s=run.attained(now),
                            oom_failures=run.oom_failures + int(oom), preemptions=run.preemptions + int(not oom))
         self.queue[job_id] = queued
         return queued

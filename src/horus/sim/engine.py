@@ -298,8 +298,6 @@ class _Engine:
         if live is None:
             raise InvalidActionError(f"policy {self.policy.name!r} preempted job {job_id!r}, which is not running")
         self._advance(live, now)
-        run = self.state.running[job_id]
-        run.attained_gpu_s = run.attained(now)
         self.state.requeue(job_id, now)
         self.remaining[job_id] = live.remaining
         live.record.preemptions += 1
