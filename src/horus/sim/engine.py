@@ -17,19 +17,15 @@ from tqdm import tqdm
 
 from horus.cluster import Cluster, GPUType
 from horus.comm import allreduce_time_s, gradient_bytes
+from horus.core import InvalidActionError, SchedulerCore  # noqa: F401  (re-exported)
 from horus.errors import HorusInputError
-from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
-from horus.policies.base import Policy, Preempt, Start
+from horus.policies.base import Policy
 from horus.predict.base import Predictor
 from horus.sim.events import Arrival, Completion, EventQueue, OOMRestart, Tick
 from horus.sim.metrics import JobRecord, MetricsRecorder, job_frame, summarize
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
-
-
-class InvalidActionError(RuntimeError):
-    """A policy returned an action the simulator cannot carry out (a policy bug)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +75,8 @@ class _Live:
 
 
 class _Engine:
+    """The simulator backend: a virtual clock, the truth, and the ``Executor`` of a ``SchedulerCore``."""
+
     def __init__(self, jobs: Sequence[JobSpec], cluster: Cluster, policy: Policy, truth: TruthModel,
                  predictor: Predictor, config: SimConfig) -> None:
         self.cluster = cluster
@@ -86,6 +84,7 @@ class _Engine:
         self.truth = truth
         self.config = config
         self.state = SchedulerState(cluster, predictor)
+        self.core = SchedulerCore(self.state, policy, self, truth=truth)
         self.events = EventQueue()
         self.arrivals = sorted(jobs, key=lambda s: s.submit_time)  # stable: ties keep input order
         self.next_arrival = 0
@@ -110,7 +109,6 @@ class _Engine:
         self._solo: dict[tuple[str, str], SoloTruth] = {}
         self._coloc: dict[tuple[str, tuple[str, ...]], list[float]] = {}
         self._grad_bytes: dict[str, float] = {}
-        self._eligible: dict[str | None, int] = {}
         self.version = 0
         self.tick_pending = False
         self.events_processed = 0
@@ -149,8 +147,6 @@ class _Engine:
 
     # ---- main loop -----------------------------------------------------------------------------
     def run(self, progress: bool) -> None:
-        if self.policy.is_oracle:
-            self.policy.bind_truth(self.truth)
         self._push_next_arrival()
         bar = tqdm(total=len(self.records), unit="job", disable=not progress, desc=self.policy.name)
         events, state, metrics = self.events, self.state, self.metrics
@@ -170,8 +166,7 @@ class _Engine:
                     self.events_processed += 1
             if not changed:
                 continue
-            if state.queue:  # with nothing queued there is nothing to start: the policy is not asked
-                self._schedule(now)
+            self._schedule(now)
             metrics.sample(now, len(state.queue), len(state.running))
             if progress and self.finished != done_before:
                 bar.update(self.finished - done_before)
@@ -194,21 +189,12 @@ class _Engine:
 
     def _on_arrival(self, event: Arrival, now: float) -> bool:
         spec = event.spec
-        if spec.num_gpus > self._eligible_gpus(spec.gpu_type_request):
+        if not self.core.admits(spec):
             self.records[spec.job_id].status = "rejected"  # it could never run here: do not block the queue
         else:
             self.state.submit(spec, now)
         self._push_next_arrival()
         return True
-
-    def _eligible_gpus(self, request: str | None) -> int:
-        """How many GPUs of the cluster a job with this GPU-type request may use (cached per request)."""
-        count = self._eligible.get(request)
-        if count is None:
-            accepted = accepted_gpu_types(request)
-            count = sum(1 for t in self.gpu_type if accepted is None or t.name in accepted)
-            self._eligible[request] = count
-        return count
 
     def _on_oom_restart(self, event: OOMRestart, now: float) -> bool:
         queued = self.oom_waiting.pop(event.job_id)
@@ -221,42 +207,14 @@ class _Engine:
         return True
 
     def _schedule(self, now: float) -> None:
-        for action in self.policy.schedule(self.state):
-            if isinstance(action, Start):
-                self._start(action, now)
-            elif isinstance(action, Preempt):
-                self._preempt(action.job_id, now)
-            else:
-                raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")
+        self.core.schedule(now)
         tick = self.policy.tick_s
         if tick and self.state.queue and not self.tick_pending and len(self.events):
             self.tick_pending = True
             self.events.push(now + tick, Tick())
 
-    # ---- actions -------------------------------------------------------------------------------
-    def _validate_start(self, action: Start) -> tuple[JobSpec, tuple[int, ...]]:
-        name = self.policy.name
-        queued = self.state.queue.get(action.job_id)
-        if queued is None:
-            raise InvalidActionError(f"policy {name!r} started job {action.job_id!r}, which is not queued")
-        spec = queued.spec
-        gpus = tuple(map(int, action.gpus))
-        if len(gpus) != spec.num_gpus:
-            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on {len(gpus)} GPUs; "
-                                     f"it needs exactly {spec.num_gpus} (gang start)")
-        n = self.cluster.num_gpus
-        if (min(gpus) < 0 or max(gpus) >= n) or (len(gpus) > 1 and len(set(gpus)) != len(gpus)):
-            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on GPUs {gpus}: indices must "
-                                     f"be distinct and in [0, {n})")
-        wanted = spec.gpu_type_request
-        accepted = accepted_gpu_types(wanted)
-        if accepted is not None and any(self.gpu_type[g].name not in accepted for g in gpus):
-            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} off its requested GPU type "
-                                     f"{wanted!r}")
-        return spec, gpus
-
-    def _start(self, action: Start, now: float) -> None:
-        spec, gpus = self._validate_start(action)
+    # ---- Executor: carry out checked actions -----------------------------------------------------
+    def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
         job_id, job_type = spec.job_id, spec.job_type
         record = self.records[job_id]
         solos = [self.solo(job_type, self.gpu_type[g]) for g in gpus]
@@ -279,6 +237,15 @@ class _Engine:
             mem_used[g] += s.mem_mib
         self._rerate_gpus(gpus, now)
 
+    def preempt(self, job_id: str, now: float) -> None:
+        live = self.live[job_id]
+        self._advance(live, now)
+        self.state.requeue(job_id, now)
+        self.remaining[job_id] = live.remaining
+        live.record.preemptions += 1
+        self.preemptions += 1
+        self._remove(live, now)
+
     def _oom(self, job_id: str, record: JobRecord, now: float) -> None:
         """The new job does not fit in true memory: it crashes at once; co-runners are unaffected."""
         queued = self.state.queue.pop(job_id)
@@ -292,17 +259,6 @@ class _Engine:
         else:
             self.oom_waiting[job_id] = queued
             self.events.push(now + self.config.oom_restart_s, OOMRestart(job_id))
-
-    def _preempt(self, job_id: str, now: float) -> None:
-        live = self.live.get(job_id)
-        if live is None:
-            raise InvalidActionError(f"policy {self.policy.name!r} preempted job {job_id!r}, which is not running")
-        self._advance(live, now)
-        self.state.requeue(job_id, now)
-        self.remaining[job_id] = live.remaining
-        live.record.preemptions += 1
-        self.preemptions += 1
-        self._remove(live, now)
 
     def _complete(self, live: _Live, now: float) -> None:
         self._advance(live, now)

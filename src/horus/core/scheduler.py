@@ -1,0 +1,122 @@
+"""``SchedulerCore``: one decision step, the same for every backend.
+
+A step is ``policy.schedule(state)`` followed by checking each action against the state (a job
+started must be queued, on exactly its gang size of distinct GPUs of an accepted type; a job
+preempted must be running) and handing it to the backend's ``Executor``. The executor performs
+the state transition (``state.start`` / ``state.requeue``) once the backend has carried the action
+out (the simulator at once; the live service after the transition is durable in its store).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from horus.gpu_types import accepted_gpu_types
+from horus.jobs import JobSpec
+from horus.policies.base import Action, Policy, Preempt, Start
+from horus.state import SchedulerState
+
+
+class InvalidActionError(RuntimeError):
+    """A policy returned an action the backend cannot carry out (a policy bug)."""
+
+
+class OracleNeedsTruthError(ValueError):
+    """An oracle policy was asked to run where no truth exists (every live backend)."""
+
+
+class Executor(Protocol):
+    """What a backend implements to carry out checked decisions."""
+
+    def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
+        """Start the queued job ``spec`` on ``gpus`` (global indices), or fail it (e.g. out of memory)."""
+
+    def preempt(self, job_id: str, now: float) -> None:
+        """Stop the running job ``job_id`` and put it back in the queue, keeping its progress."""
+
+
+class SchedulerCore:
+    """A policy bound to a state and an executor.
+
+    ``truth`` is passed only by backends that have one (the simulator); an oracle policy refuses to
+    run without it. ``last_decision_s`` and ``last_started`` describe the latest step (for metrics).
+    """
+
+    def __init__(self, state: SchedulerState, policy: Policy, executor: Executor, *,
+                 truth: object | None = None) -> None:
+        if policy.is_oracle:
+            if truth is None:
+                raise OracleNeedsTruthError(
+                    f"policy {policy.name!r} is an oracle: it reads the simulated world's truth, which only the "
+                    f"simulator has; choose another policy to run real jobs")
+            policy.bind_truth(truth)
+        self.state = state
+        self.policy = policy
+        self.executor = executor
+        self._eligible: dict[str | None, int] = {}
+        self.last_decision_s = 0.0
+        self.last_started = 0
+
+    # ---- admission -----------------------------------------------------------------------------
+    def eligible_gpus(self, request: str | None) -> int:
+        """How many GPUs of the cluster a job with this GPU-type request may use (cached per request)."""
+        count = self._eligible.get(request)
+        if count is None:
+            accepted = accepted_gpu_types(request)
+            count = sum(1 for g in self.state.cluster.gpus if accepted is None or g.gpu_type.name in accepted)
+            self._eligible[request] = count
+        return count
+
+    def admits(self, spec: JobSpec) -> bool:
+        """False for a job that could never run on this cluster (more GPUs than it has of the requested type)."""
+        return 1 <= spec.num_gpus <= self.eligible_gpus(spec.gpu_type_request)
+
+    # ---- one decision step ---------------------------------------------------------------------
+    def schedule(self, now: float) -> list[Action]:
+        """Ask the policy what to do now, check every action and hand it to the executor, in order."""
+        state = self.state
+        state.now = now
+        if not state.queue:  # with nothing queued there is nothing to start: the policy is not asked
+            self.last_started = 0
+            return []
+        began = time.perf_counter()
+        actions = self.policy.schedule(state)
+        self.last_decision_s = time.perf_counter() - began
+        started = 0
+        for action in actions:
+            if isinstance(action, Start):
+                spec, gpus = self.check_start(action)
+                self.executor.start(spec, gpus, now)
+                started += 1
+            elif isinstance(action, Preempt):
+                if action.job_id not in state.running:
+                    raise InvalidActionError(f"policy {self.policy.name!r} preempted job {action.job_id!r}, "
+                                             f"which is not running")
+                self.executor.preempt(action.job_id, now)
+            else:
+                raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")
+        self.last_started = started
+        return actions
+
+    def check_start(self, action: Start) -> tuple[JobSpec, tuple[int, ...]]:
+        """The queued job's spec and its GPUs, or InvalidActionError saying what the policy got wrong."""
+        name = self.policy.name
+        queued = self.state.queue.get(action.job_id)
+        if queued is None:
+            raise InvalidActionError(f"policy {name!r} started job {action.job_id!r}, which is not queued")
+        spec = queued.spec
+        gpus = tuple(map(int, action.gpus))
+        if len(gpus) != spec.num_gpus:
+            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on {len(gpus)} GPUs; "
+                                     f"it needs exactly {spec.num_gpus} (gang start)")
+        cluster_gpus = self.state.cluster.gpus
+        n = len(cluster_gpus)
+        if (min(gpus) < 0 or max(gpus) >= n) or (len(gpus) > 1 and len(set(gpus)) != len(gpus)):
+            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on GPUs {gpus}: indices must "
+                                     f"be distinct and in [0, {n})")
+        accepted = accepted_gpu_types(spec.gpu_type_request)
+        if accepted is not None and any(cluster_gpus[g].gpu_type.name not in accepted for g in gpus):
+            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} off its requested GPU type "
+                                     f"{spec.gpu_type_request!r}")
+        return spec, gpus
