@@ -62,6 +62,9 @@ def _serve(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grace-s", type=float, default=10.0, help="SIGTERM to SIGKILL grace period when stopping a job")
     p.add_argument("--mps", choices=("auto", "on", "off"), default="auto",
                    help="CUDA MPS limits from predictions (auto: when a daemon runs)")
+    p.add_argument("--backend", default="local", help="who runs the jobs: local (default: an agent in this process)"
+                   " or ray")
+    p.add_argument("--ray-address", help="Ray cluster address for --backend ray (default: start or find one)")
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=run_serve)
 
@@ -119,7 +122,8 @@ def run_serve(args: argparse.Namespace) -> int:
                          policy=args.policy, predictor=args.predictor, token_file=args.token_file,
                          open_reads=args.open_reads, local_agent=not args.no_agent, fake_gpus=args.fake_gpus,
                          gpu_type=args.gpu_type, agent_name=args.agent_name, heartbeat_s=args.heartbeat_s,
-                         lease_s=args.lease_s, grace_s=args.grace_s, mps=args.mps, log_level=args.log_level)
+                         lease_s=args.lease_s, grace_s=args.grace_s, mps=args.mps, log_level=args.log_level,
+                         backend=args.backend, ray_address=args.ray_address)
     _check_gpu_type(args.gpu_type)
     from horus.core import OracleNeedsTruthError
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horus.cluster import Cluster, GPUType, Node
-from horus.core import SchedulerCore
+from horus.core import OracleNeedsTruthError, SchedulerCore
 from horus.errors import HorusInputError
 from horus.gpu_types import PRESETS, accepted_gpu_types
 from horus.jobs import JobSpec
@@ -78,6 +78,16 @@ def gpu_type_of(desc: Mapping[str, Any]) -> GPUType:
     return GPUType(name, int(desc.get("memory_mib") or 16 * 1024), 1.0)
 
 
+def check_policy(name: str, options: Mapping[str, object] | None = None) -> None:
+    """HorusInputError for an unknown policy; OracleNeedsTruthError for one that needs the simulator's truth."""
+    load_all("horus.policies")
+    if name not in POLICIES:
+        raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
+    if POLICIES.create(name, **dict(options or {})).is_oracle:
+        raise OracleNeedsTruthError(f"policy {name!r} is an oracle: it reads the simulated world's truth, which "
+                                    f"only the simulator has; choose another policy to run real jobs")
+
+
 @dataclass
 class AgentInfo:
     """An alive agent as the scheduler tracks it in memory."""
@@ -112,9 +122,7 @@ class LiveScheduler:
                  policy_options: Mapping[str, object] | None = None, lease_s: float = 10.0,
                  max_oom_retries: int = 3, max_lost_runs: int = 3, server_url: str = "", job_secret: bytes = b"",
                  metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time) -> None:
-        load_all("horus.policies")
-        if policy not in POLICIES:
-            raise HorusInputError("--policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES.names())}")
+        check_policy(policy, policy_options)
         self.store = store
         self.predictor = ServicePredictor(predictor)
         self.policy_name = policy
@@ -132,18 +140,12 @@ class LiveScheduler:
         self.live: dict[str, LiveJob] = {}
         self.gpu_map: list[tuple[str, int]] = []  # global GPU index -> (agent, local index)
         self.gpu_index: dict[tuple[str, int], int] = {}
-        self._check_policy()
         now = self.clock()
         for row in store.agents():
             if row.state == "alive":  # a restarted server gives known agents one lease to report again
                 self.agents[row.name] = AgentInfo(row.name, row.seq, row.hostname, row.gpus, last_seen=now)
         self._register_models()
         self.rebuild()
-
-    def _check_policy(self) -> None:
-        probe = POLICIES.create(self.policy_name, **self.policy_options)
-        if probe.is_oracle:
-            SchedulerCore(SchedulerState(Cluster([]), self.predictor), probe, self)  # raises OracleNeedsTruthError
 
     def _register_models(self) -> None:
         from horus.service.models_onnx import register_catalog_row

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +69,8 @@ class ServeConfig:
     grace_s: float = 10.0
     mps: str = "auto"
     log_level: str = "info"
+    backend: str = "local"  # horus.service.backends.BACKENDS name
+    ray_address: str | None = None
 
 
 def token_path(config: ServeConfig) -> Path:
@@ -80,33 +81,28 @@ def serve(config: ServeConfig) -> int:
     """Run until interrupted. Returns the exit code."""
     import uvicorn
 
-    from horus.agent.agent import Agent, DirectLink, start_thread
-    from horus.agent.gpus import discover, fake_gpus
     from horus.plugins import load_all
     from horus.predict.base import PREDICTORS
     from horus.service.api import create_app
     from horus.service.metrics import ServiceMetrics
-    from horus.service.scheduler import LiveScheduler
+    from horus.service.backends import BACKENDS
+    from horus.service.scheduler import LiveScheduler, check_policy
     from horus.service.store import Store, StoreError
 
-    gpus: list[dict] = []
-    name = config.agent_name or socket.gethostname().split(".")[0] or "local"
-    if config.local_agent:
-        if config.fake_gpus:
-            gpus = fake_gpus(config.fake_gpus, config.gpu_type, name)
-        else:
-            gpus, reason = discover()
-            if not gpus:
-                raise HorusInputError("horus serve", f"no GPU found: {reason}; use --fake-gpus N to try Horus with "
-                                                     f"N fake GPUs (jobs run on the CPU), or --no-agent")
-    state_dir = config.state_dir
-    state_dir.mkdir(parents=True, exist_ok=True)
-    token = read_token(config.token_file) if config.token_file else _secret_file(state_dir / "token", 32)
-    job_secret = _secret_file(state_dir / "job_secret", 32).encode()
+    check_policy(config.policy)
     load_all("horus.predict")
     if config.predictor not in PREDICTORS:
         raise HorusInputError("--predictor", f"unknown predictor {config.predictor!r}; known: "
                                              f"{', '.join(PREDICTORS.names())}")
+    load_all("horus.service.backends")
+    if config.backend not in BACKENDS:
+        raise HorusInputError("--backend", f"unknown backend {config.backend!r}; known: {', '.join(BACKENDS.names())}")
+    backend = BACKENDS.create(config.backend)
+    backend.prepare(config)  # fails fast (no GPU, no Ray...) before anything is written
+    state_dir = config.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    token = read_token(config.token_file) if config.token_file else _secret_file(state_dir / "token", 32)
+    job_secret = _secret_file(state_dir / "job_secret", 32).encode()
     try:
         store = Store(state_dir / "horus.db")
     except StoreError as exc:
@@ -119,18 +115,16 @@ def serve(config: ServeConfig) -> int:
     app = create_app(scheduler, token, open_reads=config.open_reads)
     stop = threading.Event()
     threading.Thread(target=_scheduling_loop, args=(scheduler, stop), name="horus-scheduler", daemon=True).start()
-    if config.local_agent:
-        agent = Agent(name, gpus, state_dir / "agent" / name, DirectLink(scheduler), heartbeat_s=config.heartbeat_s,
-                      grace_s=config.grace_s, mps=config.mps)
-        start_thread(agent, stop)
-    log.info("horus serve: %s, policy %s, state %s, token file %s", url, config.policy, state_dir / "horus.db",
-             token_path(config))
+    backend.start(scheduler, config, stop)
+    log.info("horus serve: %s, policy %s, backend %s, state %s, token file %s", url, config.policy, config.backend,
+             state_dir / "horus.db", token_path(config))
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level=config.log_level,
                                            access_log=config.log_level == "debug"))
     try:
         server.run()
     finally:
         stop.set()
+        backend.close()
         store.close()
     return 0
 
