@@ -389,7 +389,7 @@ class LiveScheduler:
             self.metrics.oom_restarts.inc()
             if run.oom_failures + 1 > self.max_oom_retries:
                 self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
-                               exit_code=code, reason=f"out of GPU memory {run.oom_failures + 1} times")
+                               exit_code=code, reason=f"out of GPU memory {run.oom_failures + 1} times", oom=True)
                 self._drop(key, live)
             else:
                 self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),

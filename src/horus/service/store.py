@@ -295,14 +295,16 @@ class Store:
         return True
 
     def end(self, job_id: int, attempt: int | None, now: float, state: str, *, attained_gpu_s: float | None = None,
-            iterations_done: float | None = None, exit_code: int | None = None, reason: str | None = None) -> bool:
-        """-> ``finished`` | ``failed`` | ``cancelled`` (final). ``attempt`` None: from any non-final state."""
+            iterations_done: float | None = None, exit_code: int | None = None, reason: str | None = None,
+            oom: bool = False) -> bool:
+        """-> ``finished`` | ``failed`` | ``cancelled`` (final). ``attempt`` None: from any non-final state;
+        ``oom``: this end is one more out-of-memory failure."""
         if state not in FINAL_STATES:
             raise ValueError(f"not a final state: {state!r}")
         sql = ("UPDATE jobs SET state = ?, ended = ?, placement = NULL, exit_code = ?, reason = ?, "
-               "attained_gpu_s = COALESCE(?, attained_gpu_s), iterations_done = COALESCE(?, iterations_done) "
-               "WHERE id = ? AND state IN ('queued', 'running')")
-        args: list[Any] = [state, now, exit_code, reason, attained_gpu_s, iterations_done, job_id]
+               "attained_gpu_s = COALESCE(?, attained_gpu_s), iterations_done = COALESCE(?, iterations_done), "
+               "oom_failures = oom_failures + ? WHERE id = ? AND state IN ('queued', 'running')")
+        args: list[Any] = [state, now, exit_code, reason, attained_gpu_s, iterations_done, int(oom), job_id]
         if attempt is not None:
             sql += " AND attempt = ?"
             args.append(attempt)
