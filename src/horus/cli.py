@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "horus.graph.commands",
     "horus.learn.commands",
     "horus.profiling.commands",
+    "horus.profiling.train",
     "horus.colocation.commands",
     "horus.interference.commands",
     "horus.service.commands",
