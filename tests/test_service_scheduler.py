@@ -188,3 +188,31 @@ def test_report_helper_writes_progress_lines(tmp_path: Path, monkeypatch: pytest
         time.sleep(0.001)
     lines = path.read_text().splitlines()
     assert len(lines) == 3 and '"iteration": 3.0' in lines[-1]
+
+
+def test_preempted_training_resumes_from_its_checkpoint(make_live) -> None:
+    """A real torch training (`horus train`) is preempted, saves on SIGTERM and resumes as attempt 2."""
+    pytest.importorskip("torch")
+    live = make_live("fifo-exclusive", gpus=1)
+    wait_for(lambda: live.scheduler.cluster.num_gpus == 1, what="the agent")
+    import sys as _sys
+
+    row, _ = live.scheduler.submit(NewJob(model="a3c", batch_size=32, num_gpus=1, iterations=100000.0, command=[
+        _sys.executable, "-m", "horus.cli", "train", "_test_mlp", "--batch-size", "8", "--iterations", "100000",
+        "--device", "cpu", "--checkpoint-every", "0"]))
+    key = row.job_id
+    wait_for(lambda: key in live.scheduler.state.running and live.scheduler.state.running[key].iterations_done > 20,
+             timeout_s=60, what="training progress")
+    with live.scheduler.lock:
+        live.scheduler.preempt(key, live.scheduler.clock())
+    wait_for(lambda: live.store.job(row.id).attempt == 2 and live.store.job(row.id).state == "running",
+             timeout_s=30, what="attempt 2")
+    log2 = live.root / "node0" / "jobs" / key / "2" / "log"
+    text = wait_for(lambda: log2.exists() and "resumed _test_mlp from iteration" in log2.read_text() and
+                    log2.read_text(), timeout_s=60, what="resume from the checkpoint")
+    resumed_at = int(text.split("resumed _test_mlp from iteration ")[1].split()[0])
+    log1 = (live.root / "node0" / "jobs" / key / "1" / "log").read_text()
+    assert "checkpoint saved" in log1 and resumed_at > 20
+    job = live.store.job(row.id)
+    assert job.preemptions == 1 and job.iterations_done >= 20
+    assert live.scheduler.cancel(row.id).state == "cancelled"
