@@ -203,3 +203,63 @@ def test_metrics_and_cluster_view(api: httpx.Client) -> None:
     assert cluster["policy"] == "horus" and len(cluster["gpus"]) == 2
     assert {g["type"] for g in cluster["gpus"]} == {"V100"}
     assert api.get("/docs").status_code == 200 and "/v1/jobs" in api.get("/openapi.json").text
+
+
+def _gemm_onnx(path: Path) -> Path:
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.zeros((64, 32), dtype=np.float32), "W")
+    bias = numpy_helper.from_array(np.zeros(32, dtype=np.float32), "B")
+    graph = helper.make_graph([helper.make_node("Gemm", ["X", "W", "B"], ["Y"])], "mlp",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 64])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [4, 32])], [weight, bias])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_onnx_upload_through_the_cli(server: Server, api: httpx.Client, tmp_path: Path) -> None:
+    import subprocess
+
+    model = _gemm_onnx(tmp_path / "mlp.onnx")
+    env = {**__import__("os").environ, "HORUS_SERVER": server.url, "HORUS_TOKEN": server.token}
+    result = subprocess.run([PY, "-m", "horus.cli", "submit", "--onnx", str(model), "--json", "--", "true"],
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    job = json.loads(result.stdout)
+    assert job["model"].startswith("onnx-") and job["batch_size"] == 4  # batch read from the graph
+    assert 0 < job["predicted"]["mem_mib"] < 16384
+    assert wait_state(api, job["id"], ("finished",))["exit_code"] == 0
+    bad = api.post("/v1/models", content=b"not an onnx file")
+    assert bad.status_code == 422 and "model file" in bad.text
+    missing = subprocess.run([PY, "-m", "horus.cli", "submit", "--onnx", str(tmp_path / "nope.onnx"), "--", "true"],
+                             capture_output=True, text=True, env=env, timeout=60)
+    assert missing.returncode == 2 and missing.stderr.startswith("horus: error:")
+
+
+def test_cli_verbs(server: Server, api: httpx.Client) -> None:
+    import subprocess
+
+    env = {**__import__("os").environ, "HORUS_SERVER": server.url, "HORUS_TOKEN": server.token}
+
+    def horus(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PY, "-m", "horus.cli", *args], capture_output=True, text=True, env=env, timeout=60)
+
+    sub = horus("submit", "--model", "a3c", "--batch-size", "32", "--env", "X=1", "--json", "--", "sleep", "30")
+    job_id = json.loads(sub.stdout)["id"]
+    listed = json.loads(horus("jobs", "--json").stdout)
+    assert job_id in [j["id"] for j in listed["jobs"]]
+    shown = horus("job", job_id)
+    assert shown.returncode == 0 and f"job {job_id}" in shown.stdout and "submitted" in shown.stdout
+    top = horus("top", "--once")
+    assert top.returncode == 0 and "GPUs" in top.stdout
+    assert json.loads(horus("cancel", job_id, "--json").stdout)["state"] == "cancelled"
+    nothing = horus("submit", "--model", "a3c")
+    assert nothing.returncode == 2 and "no command" in nothing.stderr
+    wrong = subprocess.run([PY, "-m", "horus.cli", "jobs"], capture_output=True, text=True, timeout=60,
+                           env={**env, "HORUS_TOKEN": "x" * 20})
+    assert wrong.returncode == 2 and "HTTP 403" in wrong.stderr
+    down = subprocess.run([PY, "-m", "horus.cli", "jobs", "--server", "http://127.0.0.1:9"], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert down.returncode == 2 and "cannot reach the Horus server" in down.stderr

@@ -91,7 +91,7 @@ def _submit(subparsers: argparse._SubParsersAction) -> None:
                               "command, run without a shell.")
     p.add_argument("--model", help="zoo model name, for prediction (see `horus features --help`)")
     p.add_argument("--onnx", type=Path, help="upload this ONNX graph and predict from it")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batch-size", type=int, help="batch size (default 32, or the ONNX graph's)")
     p.add_argument("--gpus", type=int, default=1, dest="num_gpus")
     p.add_argument("--gpu-type", help="required GPU type")
     p.add_argument("--gpu-fraction", type=float, help="share of one GPU")
@@ -188,14 +188,15 @@ def run_submit(args: argparse.Namespace) -> int:
             raise HorusInputError("--env", f"expected K=V, got {item!r}")
         env[key] = value
     client = _client(args)
-    model = args.model
+    model, batch = args.model, args.batch_size
     if args.onnx is not None:
         if model:
             raise HorusInputError("--onnx", "give either --model or --onnx")
-        model = client.upload_model(args.onnx)["model"]
+        uploaded = client.upload_model(args.onnx)
+        model, batch = uploaded["model"], batch or uploaded["batch_size"]
     import os
 
-    body = {"command": command, "model": model, "batch_size": args.batch_size, "num_gpus": args.num_gpus,
+    body = {"command": command, "model": model, "batch_size": batch, "num_gpus": args.num_gpus,
             "gpu_type": args.gpu_type, "gpu_fraction": args.gpu_fraction, "iterations": args.iterations,
             "env": env, "name": args.name, "idempotency_key": args.idempotency_key, "cwd": os.getcwd()}
     job = client.submit({k: v for k, v in body.items() if v is not None})

@@ -32,7 +32,10 @@ def catalog_row_from_onnx(data: bytes, family: str = "uploaded") -> tuple[str, d
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.onnx"
         path.write_bytes(data)
-        features = extract_onnx_features(path)
+        try:
+            features = extract_onnx_features(path)
+        except HorusInputError as exc:  # name the upload, not the temporary file
+            raise HorusInputError("model file", exc.message) from None
     batch = max(1.0, float(features["batch_size"]))
     row = {
         "family": family, "params": int(features["params"]),
