@@ -95,14 +95,15 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             if s not in JOB_STATES:
                 raise HTTPException(422, f"state: expected one of {', '.join(JOB_STATES)}, got {s[:40]!r}")
         rows = scheduler.store.jobs(states=state, limit=limit, newest_first=True)
-        return {"jobs": [job_view(r) for r in rows], "counts": scheduler.store.counts()}
+        return {"jobs": [job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None)
+                         for r in rows], "counts": scheduler.store.counts()}
 
     @app.get("/v1/jobs/{job_id}", tags=["jobs"], dependencies=[Read])
     def get_job(job_id: JobId) -> dict[str, Any]:
         row = scheduler.store.job(job_id)
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
-        return job_view(row, prediction=scheduler.prediction(row), observed_rate=scheduler.observed_rate(row.job_id),
+        return job_view(row, prediction=scheduler.prediction(row), telemetry=scheduler.telemetry(row.job_id),
                         events=scheduler.store.events(job_id))
 
     @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"], dependencies=[Write])

@@ -40,6 +40,7 @@ log = logging.getLogger("horus.service")
 # A job submitted without an iteration count is believed to be this long (policies that order by
 # predicted length, such as SJF, treat it as a long job).
 UNKNOWN_ITERATIONS = 1e6
+PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
 
 
 class UnknownAgentError(LookupError):
@@ -99,6 +100,7 @@ class AgentInfo:
     last_seen: float
     wake: Callable[[], None] | None = None  # in-process agents: called when their desired state changes
     telemetry: dict[int, dict[str, float]] = field(default_factory=dict)  # local GPU index -> observed
+    progress_saved: float = 0.0  # when this agent's reported progress was last written to the store
 
 
 @dataclass
@@ -138,6 +140,7 @@ class LiveScheduler:
         self.wake_scheduler = threading.Event()
         self.agents: dict[str, AgentInfo] = {}
         self.live: dict[str, LiveJob] = {}
+        self.live_on: dict[str, dict[str, None]] = {}  # agent -> its live jobs (desired state in O(own jobs))
         self.gpu_map: list[tuple[str, int]] = []  # global GPU index -> (agent, local index)
         self.gpu_index: dict[tuple[str, int], int] = {}
         now = self.clock()
@@ -175,6 +178,7 @@ class LiveScheduler:
             self.policy: Policy = POLICIES.create(self.policy_name, **self.policy_options)
             self.core = SchedulerCore(self.state, self.policy, self)
             self.live = {}
+            self.live_on = {}
             now = self.clock()
             rows = self.store.jobs(states=("queued", "running"))
             rows.sort(key=lambda r: (r.queued_since, r.id))
@@ -206,7 +210,7 @@ class LiveScheduler:
         run = self.state.start(row.job_id, gpus, row.started or self.clock())
         run.attained_gpu_s = row.attained_gpu_s
         run.iterations_done = row.iterations_done
-        self.live[row.job_id] = LiveJob(row, row.attempt, row.placement, row.iterations_done)
+        self._add_live(row.job_id, LiveJob(row, row.attempt, row.placement, row.iterations_done))
         return True
 
     @staticmethod
@@ -246,7 +250,7 @@ class LiveScheduler:
             self.store.end(job_id, None, now, "cancelled", attained_gpu_s=attained, reason="cancelled by user")
             if run is not None:
                 self.state.finish(key)
-                self._wake(self.live.pop(key, None))
+                self._wake(self._pop_live(key))
             else:
                 self.state.queue.pop(key, None)
             return self.store.job(job_id)
@@ -264,11 +268,12 @@ class LiveScheduler:
         run = self.state.start(spec.job_id, gpus, now)
         run.iterations_done = row.iterations_done
         live = LiveJob(row, attempt, placement, row.iterations_done)
-        self.live[spec.job_id] = live
+        self._add_live(spec.job_id, live)
         self._wake(live)
 
     def preempt(self, job_id: str, now: float) -> None:
-        live = self.live.pop(job_id)
+        live = self._pop_live(job_id)
+        assert live is not None
         run = self.state.running[job_id]
         self.store.requeue(int(job_id), live.attempt, now, attained_gpu_s=run.attained(now),
                            iterations_done=run.iterations_done, kind="preempted")
@@ -347,15 +352,18 @@ class LiveScheduler:
                     progress.append((live.row.id, live.attempt, run.iterations_done))
                 if report.get("status") == "exited":
                     self._on_exit(key, live, name, report, now)
-            self.store.progress(progress)
+            if now - agent.progress_saved >= PROGRESS_SAVE_S:  # telemetry, not a transition: written now and then
+                agent.progress_saved = now
+                self.store.progress(progress)
             return self.desired(name)
 
     def desired(self, name: str) -> list[dict[str, Any]]:
         """The attempts agent ``name`` must run, with everything needed to launch them."""
         out = []
-        for key, live in self.live.items():
+        for key in self.live_on.get(name, {}):
+            live = self.live[key]
             agents = live.agents()
-            if name not in agents or name in live.exited:
+            if name in live.exited:
                 continue
             local = [i for a, i in live.placement if a == name]
             agent = self.agents[name]
@@ -395,7 +403,7 @@ class LiveScheduler:
                 self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
                                    iterations_done=run.iterations_done, kind="oom", detail={"exit_code": code})
                 self.state.requeue(key, now, oom=True)
-                self._wake(self.live.pop(key))
+                self._wake(self._pop_live(key))
         elif code is None:  # the process vanished without an exit status
             row = self.store.job(job_id)
             if row is not None and row.lost_runs + 1 > self.max_lost_runs:
@@ -407,7 +415,7 @@ class LiveScheduler:
                                    iterations_done=run.iterations_done, kind="lost",
                                    detail={"reason": "process vanished"})
                 self.state.requeue(key, now)
-                self._wake(self.live.pop(key))
+                self._wake(self._pop_live(key))
         else:
             self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
                            iterations_done=run.iterations_done, exit_code=int(code), reason=f"exit code {code}")
@@ -416,8 +424,20 @@ class LiveScheduler:
 
     def _drop(self, key: str, live: LiveJob) -> None:
         self.state.finish(key)
-        self.live.pop(key, None)
+        self._pop_live(key)
         self._wake(live)
+
+    def _add_live(self, key: str, live: LiveJob) -> None:
+        self.live[key] = live
+        for name in live.agents():
+            self.live_on.setdefault(name, {})[key] = None
+
+    def _pop_live(self, key: str) -> LiveJob | None:
+        live = self.live.pop(key, None)
+        if live is not None:
+            for name in live.agents():
+                self.live_on.get(name, {}).pop(key, None)
+        return live
 
     # ---- tokens and views --------------------------------------------------------------------------------
     def job_token(self, job_id: str, attempt: int) -> str:
@@ -470,10 +490,11 @@ class LiveScheduler:
                                for a in sorted(self.agents.values(), key=lambda a: a.seq)],
                     "queued": len(self.state.queue), "running": len(self.state.running), "gpus": gpus}
 
-    def observed_rate(self, job_id: str) -> float | None:
+    def telemetry(self, job_id: str) -> tuple[float, float] | None:
+        """(iterations done, observed rate) of a running job, fresher than the store's copy."""
         with self.lock:
             run = self.state.running.get(job_id)
-            return None if run is None else run.observed_rate
+            return None if run is None else (run.iterations_done, run.observed_rate)
 
 
 def finite_or_none(value: float | None) -> float | None:

@@ -119,9 +119,10 @@ class JobProgress(_Strict):
     iteration: float = Field(ge=0.0, le=1e18)
 
 
-def job_view(row: Any, *, prediction: dict[str, float] | None = None, observed_rate: float | None = None,
+def job_view(row: Any, *, prediction: dict[str, float] | None = None,
+             telemetry: tuple[float, float] | None = None,
              events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON form of a stored job."""
+    """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one."""
     view = {
         "id": row.job_id, "name": row.name, "state": row.state, "attempt": row.attempt,
         "model": row.model or None, "batch_size": row.batch_size, "num_gpus": row.num_gpus,
@@ -136,8 +137,8 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None, observed_r
     }
     if prediction is not None:
         view["predicted"] = prediction
-    if observed_rate is not None:
-        view["observed_rate"] = observed_rate
+    if telemetry is not None:
+        view["iterations_done"], view["observed_rate"] = telemetry
     if events is not None:
         view["events"] = events
     return view
