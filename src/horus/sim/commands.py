@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from datetime import datetime, timezone
 from importlib import resources
@@ -46,6 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="policy to run (repeatable; default: every registered policy)")
     p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
     p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--interference-scale", type=float, default=1.0, metavar="S",
+                   help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)); 0 = free, 1 = the truth (default)")
     p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
     p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--interference-model", type=Path, metavar="DIR",
@@ -144,7 +147,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         if name not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
 
+    if not (math.isfinite(args.interference_scale) and 0 <= args.interference_scale <= 100):
+        raise HorusInputError("--interference-scale", f"expected a number in [0, 100], got {args.interference_scale}")
     truth = build_truth(args.truth, args.gavel, cluster)
+    if args.interference_scale != 1.0:
+        from horus.truth.scaled import ScaledInterference
+
+        truth = ScaledInterference(truth, args.interference_scale)
     predictor = build_predictor(args.predictor, args.predictor_dir)
     trace = load_trace(trace_path, fmt)
     if args.sampler not in SAMPLERS:
