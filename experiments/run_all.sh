@@ -15,6 +15,8 @@ horus simulate --json --no-progress --out results/default > "$OUT/simulate_defau
 if [ -f "$GAVEL" ]; then
   echo "2. co-location slowdown model fitted to Gavel's V100 pairs (the parametric world's scalars)"
   horus truth fit --gavel "$GAVEL" --gpu v100 --json > "$OUT/truth_fit_v100.json"
+  echo "2b. the same law with latent per-type intensity (what the gavel truth uses for unmeasured sets)"
+  horus truth fit --gavel "$GAVEL" --gpu v100 --inputs latent --json > "$OUT/truth_fit_v100_latent.json"
   echo "3. interference predictors on Gavel pairs: random / cold-start / cross-GPU"
   horus interference evaluate --gavel "$GAVEL" --protocol all --json > "$OUT/interference_eval.json"
   echo "4. Gavel V100 measured pairs as truth; geng and horus-iasp with an IASP model trained on V100 pairs"

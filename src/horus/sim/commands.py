@@ -19,6 +19,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("p95_jct_s", "p95 JCT h", "{:.2f}"),
     ("mean_wait_s", "mean wait h", "{:.2f}"),
     ("p95_wait_s", "p95 wait h", "{:.2f}"),
+    ("goodput", "goodput %", "{:.1f}"),
     ("gpu_util_mean", "GPU util %", "{:.1f}"),
     ("gpu_mem_occupancy_mean", "GPU mem %", "{:.1f}"),
     ("colocated_share", "co-loc %", "{:.1f}"),
@@ -29,7 +30,8 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 INTERFERENCE_POLICIES: tuple[str, ...] = ("geng", "horus-iasp")  # policies taking model_dir=
 _HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
-_PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share"}
+_PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share", "goodput"}
+_BOUNDS = {"makespan_s": "makespan_lower_bound_s", "mean_jct_s": "mean_jct_lower_bound_s"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -111,6 +113,13 @@ def format_table(summary: dict[str, dict[str, float]]) -> str:
                 continue
             value = value / 3600 if key in _HOURS else value * 100 if key in _PERCENT else value
             row.append(fmt.format(value))
+        rows.append(row)
+    first = next(iter(summary.values()), {})
+    if any(bound in first for bound in _BOUNDS.values()):  # every policy ran the same jobs: one bound row
+        row = ["lower bound"]
+        for key, _, fmt in SUMMARY_COLUMNS:
+            value = first.get(_BOUNDS.get(key, ""))
+            row.append("-" if value is None else fmt.format(value / 3600 if key in _HOURS else value))
         rows.append(row)
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
