@@ -19,6 +19,7 @@ from horus.errors import HorusInputError
 COMMAND_MODULES: tuple[str, ...] = (
     "horus.sim.commands",
     "horus.truth.commands",
+    "horus.traces.commands",
     "horus.graph.commands",
     "horus.learn.commands",
     "horus.profiling.commands",
