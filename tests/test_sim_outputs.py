@@ -54,6 +54,9 @@ def test_run_comparison_writes_everything(tmp_path: Path) -> None:
     assert manifest["cluster"]["num_gpus"] == 2 and "name" in manifest["truth"]
     assert manifest["outputs"]["summary.json"] == sha256_file(tmp_path / "summary.json")
     assert manifest["outputs"]["test-pairs/jobs.parquet"] == sha256_file(tmp_path / "test-pairs/jobs.parquet")
+    report = (tmp_path / "report.html").read_text()
+    assert "toy.csv on 2 GPUs" in report and report.count("data:image/png;base64,") == 3
+    assert "test-pairs" in report and "lower bound" in report and '"sha256": "' + "ab" * 32 in report
 
 
 def test_unknown_policy_name_is_reported(tmp_path: Path) -> None:

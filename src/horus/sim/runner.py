@@ -13,6 +13,7 @@ from horus.predict.base import Predictor
 from horus.sim.engine import SimConfig, SimResult, simulate
 from horus.sim.outputs import environment, safe_name, sha256_file, utc_timestamp, write_json, write_table
 from horus.sim.plots import plot_comparison
+from horus.sim.report import write_report
 from horus.truth.base import TruthModel
 
 
@@ -65,4 +66,8 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         "outputs": {str(p.relative_to(outdir)): sha256_file(p) for p in written},
     }
     write_json(manifest, outdir / "manifest.json")
+    trace = (manifest_extra or {}).get("trace", {})
+    source = Path(str(trace.get("path"))).name if isinstance(trace, Mapping) and trace.get("path") else "jobs"
+    write_report(outdir / "report.html", f"Horus simulation: {source} on {cluster.num_gpus} GPUs, truth {truth.name}",
+                 summary, manifest, [p for p in written if p.suffix == ".png"])
     return summary
