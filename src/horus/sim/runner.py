@@ -11,6 +11,7 @@ from horus.plugins import load_all
 from horus.policies.base import POLICIES
 from horus.predict.base import Predictor
 from horus.sim.engine import SimConfig, SimResult, simulate
+from horus.sim.leakage import check_model_disjoint
 from horus.sim.outputs import environment, safe_name, sha256_file, utc_timestamp, write_json, write_table
 from horus.sim.plots import plot_comparison
 from horus.sim.report import write_report
@@ -35,6 +36,10 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
     ``policy_options`` maps a policy name to keyword arguments of its factory.
     """
     outdir = Path(outdir)
+    truth_description = truth.describe()
+    for options in (policy_options or {}).values():  # models a policy reads must not know the truth's data
+        if options.get("model_dir") is not None:
+            check_model_disjoint(Path(str(options["model_dir"])), truth_description)
     outdir.mkdir(parents=True, exist_ok=True)
     load_all("horus.policies")
     results: dict[str, SimResult] = {}
@@ -59,7 +64,7 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         "versions": environment(),
         "config": config.describe(),
         "cluster": cluster.describe(),
-        "truth": truth.describe(),
+        "truth": truth_description,
         "predictor": predictor.describe(),
         "policies": described,
         **dict(manifest_extra or {}),
