@@ -216,3 +216,25 @@ def test_preempted_training_resumes_from_its_checkpoint(make_live) -> None:
     job = live.store.job(row.id)
     assert job.preemptions == 1 and job.iterations_done >= 20
     assert live.scheduler.cancel(row.id).state == "cancelled"
+
+
+def test_progress_survives_a_rebuild_without_double_counting(tmp_path: Path) -> None:
+    """Reports count from the attempt's start; a rebuild (machine joins, restart) must keep that base."""
+    store = Store(tmp_path / "h.db")
+    scheduler = LiveScheduler(store, AnalyticPredictor(), policy="fifo-exclusive", job_secret=b"s")
+    scheduler.register_agent("n0", "host", fake_gpus(1, "V100", "n0"))
+    job = scheduler.submit(NewJob(model="a3c", batch_size=32, num_gpus=1, command=["true"]))[0]
+    scheduler.step()
+    report = {"job_id": job.job_id, "attempt": 1, "status": "running", "iterations": 40, "rate": 4.0}
+    scheduler.heartbeat("n0", [report])
+    scheduler.register_agent("n1", "host1", fake_gpus(1, "V100", "n1"))  # a machine joins: rebuild
+    assert scheduler.state.running[job.job_id].iterations_done == 40
+    assert scheduler.state.running[job.job_id].observed_rate == 4.0
+    scheduler.heartbeat("n0", [{**report, "iterations": 50}])
+    assert scheduler.state.running[job.job_id].iterations_done == 50
+    store.close()
+    store = Store(tmp_path / "h.db")  # restart: the stored progress may be older, never counted twice
+    again = LiveScheduler(store, AnalyticPredictor(), policy="fifo-exclusive", job_secret=b"s")
+    again.heartbeat("n0", [{**report, "iterations": 60}])
+    assert again.state.running[job.job_id].iterations_done == 60
+    store.close()

@@ -160,6 +160,8 @@ class LiveScheduler:
     def rebuild(self) -> None:
         """Build cluster, state, policy and core afresh from the alive agents and the stored jobs."""
         with self.lock:
+            previous = self.state.running if hasattr(self, "state") else {}
+            telemetry = {k: (r.iterations_done, r.observed_rate) for k, r in previous.items()}
             nodes: list[Node] = []
             gpu_map: list[tuple[str, int]] = []
             for agent in sorted(self.agents.values(), key=lambda a: a.seq):
@@ -191,6 +193,10 @@ class LiveScheduler:
                     row = self.store.job(row.id) or row
                 if row.state == "queued":
                     self._enqueue(row)
+            for key, (done, rate) in telemetry.items():  # fresher than the store's copy
+                run = self.state.running.get(key)
+                if run is not None:
+                    run.iterations_done, run.observed_rate = max(run.iterations_done, done), rate
             self.wake_scheduler.set()
 
     def _enqueue(self, row: JobRow) -> None:
@@ -210,7 +216,7 @@ class LiveScheduler:
         run = self.state.start(row.job_id, gpus, row.started or self.clock())
         run.attained_gpu_s = row.attained_gpu_s
         run.iterations_done = row.iterations_done
-        self._add_live(row.job_id, LiveJob(row, row.attempt, row.placement, row.iterations_done))
+        self._add_live(row.job_id, LiveJob(row, row.attempt, row.placement, row.attempt_start_iterations))
         return True
 
     @staticmethod
@@ -267,7 +273,7 @@ class LiveScheduler:
         assert row is not None
         run = self.state.start(spec.job_id, gpus, now)
         run.iterations_done = row.iterations_done
-        live = LiveJob(row, attempt, placement, row.iterations_done)
+        live = LiveJob(row, attempt, placement, row.attempt_start_iterations)
         self._add_live(spec.job_id, live)
         self._wake(live)
 

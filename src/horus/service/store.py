@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     ended REAL,
     attained_gpu_s REAL NOT NULL DEFAULT 0,     -- GPU-seconds before the current attempt
     iterations_done REAL NOT NULL DEFAULT 0,
+    attempt_start_iterations REAL NOT NULL DEFAULT 0,  -- iterations done before the current attempt
     oom_failures INTEGER NOT NULL DEFAULT 0,
     preemptions INTEGER NOT NULL DEFAULT 0,
     lost_runs INTEGER NOT NULL DEFAULT 0,
@@ -116,6 +117,7 @@ class JobRow:
     ended: float | None
     attained_gpu_s: float
     iterations_done: float
+    attempt_start_iterations: float
     oom_failures: int
     preemptions: int
     lost_runs: int
@@ -270,7 +272,8 @@ class Store:
         with self.transaction() as db:
             cur = db.execute(
                 "UPDATE jobs SET state = 'running', attempt = attempt + 1, placement = ?, started = ?, "
-                "first_started = COALESCE(first_started, ?) WHERE id = ? AND state = 'queued'",
+                "first_started = COALESCE(first_started, ?), attempt_start_iterations = iterations_done "
+                "WHERE id = ? AND state = 'queued'",
                 (json.dumps([list(p) for p in placement]), now, now, job_id))
             if cur.rowcount != 1:
                 return None
