@@ -63,3 +63,22 @@ def test_unknown_policy_name_is_reported(tmp_path: Path) -> None:
     with pytest.raises(KeyError, match="unknown policy 'nope'"):
         run_comparison([job("a", 0.0, 1)], cluster(), ["nope"], ToyTruth({"toya/b1": SoloTruth(0.4, 1.0, 1.0)}),
                        ConstPredictor(), SimConfig(), tmp_path, {}, False)
+
+
+def test_one_policy_runs_under_two_labels_with_different_options(tmp_path: Path) -> None:
+    from horus.predict.analytic import AnalyticPredictor
+    from horus.truth.parametric import ParametricTruth
+    from horus.jobs import JobSpec
+    from horus.cluster import Cluster, Node
+    from horus.gpu_types import PRESETS
+
+    jobs = [JobSpec(f"j{i}", 10.0 * i, 1, "a3c", 32, 2000.0) for i in range(8)]
+    summary = run_comparison(jobs, Cluster([Node("n", PRESETS["V100"], 2)]), ["horus", "horus-solo=horus"],
+                             ParametricTruth(), AnalyticPredictor(), SimConfig(), tmp_path,
+                             policy_options={"horus-solo": {"max_residents": 1}})
+    pols = summary["policies"]
+    assert set(pols) == {"horus", "horus-solo"}
+    assert pols["horus-solo"]["colocated_share"] == 0.0 < pols["horus"]["colocated_share"]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["policies"]["horus-solo"]["registered_as"] == "horus"
+    assert (tmp_path / "horus-solo" / "jobs.parquet").exists() or (tmp_path / "horus-solo" / "jobs.csv").exists()

@@ -24,6 +24,13 @@ def write_run(result: SimResult, folder: Path) -> list[Path]:
             write_table(result.timeline, folder / "timeline")]
 
 
+def split_label(entry: str) -> tuple[str, str]:
+    """``"horus-solo=horus"`` -> ``("horus-solo", "horus")``: one policy may run under several labels with
+    different options (``policy_options`` keyed by label); a plain name is its own label."""
+    label, sep, name = entry.partition("=")
+    return (label, name) if sep else (entry, entry)
+
+
 def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list[str], truth: TruthModel,
                    predictor: Predictor, config: SimConfig, outdir: str | Path,
                    manifest_extra: Mapping[str, object] | None = None, progress: bool = False,
@@ -45,12 +52,14 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
     results: dict[str, SimResult] = {}
     described: dict[str, object] = {}
     written: list[Path] = []
-    for name in policy_names:
-        policy = POLICIES.create(name, **dict((policy_options or {}).get(name, {})))
+    for entry in policy_names:
+        label, name = split_label(entry)
+        options = (policy_options or {}).get(label, (policy_options or {}).get(name, {}))
+        policy = POLICIES.create(name, **dict(options))
         result = simulate(jobs, cluster, policy, truth, predictor, config, progress=progress)
-        described[name] = policy.describe()  # after the run: lazily loaded models describe themselves
-        results[name] = result
-        written += write_run(result, outdir / safe_name(name))
+        described[label] = {**policy.describe(), **({"registered_as": name} if label != name else {})}
+        results[label] = result
+        written += write_run(result, outdir / safe_name(label))
     summary: dict[str, object] = {
         "policies": {name: {**r.summary, "wall_s": r.wall_s, "events": r.events_processed}
                      for name, r in results.items()},
