@@ -40,7 +40,8 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
     The summary is ``{"policies": {name: summary}, "num_jobs", "num_gpus"}`` (also ``summary.json``).
     ``manifest.json`` records versions, configuration, descriptions of every component, the hash of
     every file written and ``manifest_extra`` (trace path + sha256, sampler, seed...).
-    ``policy_options`` maps a policy name to keyword arguments of its factory.
+    ``policy_names`` entries may be ``LABEL=NAME`` (``split_label``); ``policy_options`` maps a label (or a
+    policy name) to keyword arguments of its factory.
     """
     outdir = Path(outdir)
     truth_description = truth.describe()
