@@ -189,29 +189,34 @@ class Agent:
 
     def environment(self, a: dict[str, Any]) -> dict[str, str]:
         """What the job's process sees: its own env plus ``HORUS_*`` and ``CUDA_VISIBLE_DEVICES``."""
-        job_id, attempt = str(a["job_id"]), int(a["attempt"])
-        checkpoint = self.processes.checkpoint_dir(job_id)
+        checkpoint = self.processes.checkpoint_dir(str(a["job_id"]))
         checkpoint.mkdir(parents=True, exist_ok=True)
-        env = {str(k): str(v) for k, v in (a.get("env") or {}).items()}
-        env.update({
-            "CUDA_VISIBLE_DEVICES": ",".join(a["gpu_uuids"]),
-            "HORUS_JOB_ID": job_id, "HORUS_ATTEMPT": str(attempt), "HORUS_SERVER_URL": str(a.get("server_url", "")),
-            "HORUS_JOB_TOKEN": str(a.get("job_token", "")), "HORUS_CHECKPOINT_DIR": str(checkpoint),
-            "HORUS_START_ITERATION": str(int(a.get("start_iteration") or 0)),
-            "HORUS_GPU_UUIDS": ",".join(a["gpu_uuids"]), "HORUS_NODE_RANK": str(a.get("node_rank", 0)),
-            "HORUS_NNODES": str(a.get("nnodes", 1)), "HORUS_MASTER_ADDR": str(a.get("master", "")),
-            "HORUS_AGENT": self.name,
-        })
-        if a.get("cwd"):
-            env["HORUS_CWD"] = str(a["cwd"])
-        predicted = a.get("predicted") or {}
-        if self.use_mps and predicted:
-            share = min(100, max(1, math.ceil(100 * float(predicted.get("util", 1.0)))))
-            mem = math.ceil(1.1 * float(predicted.get("mem_mib", 0.0)))
-            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(share)
-            if mem > 0:
-                env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = ",".join(f"{i}={mem}M" for i in range(len(a["gpu_uuids"])))
-        return env
+        return job_environment(a, self.name, checkpoint, use_mps=self.use_mps)
+
+
+def job_environment(a: dict[str, Any], agent: str, checkpoint: Path, *, use_mps: bool = False) -> dict[str, str]:
+    """The environment of one desired attempt ``a`` on agent ``agent`` (shared by every backend)."""
+    env = {str(k): str(v) for k, v in (a.get("env") or {}).items()}
+    env.update({
+        "CUDA_VISIBLE_DEVICES": ",".join(a["gpu_uuids"]),
+        "HORUS_JOB_ID": str(a["job_id"]), "HORUS_ATTEMPT": str(int(a["attempt"])),
+        "HORUS_SERVER_URL": str(a.get("server_url", "")),
+        "HORUS_JOB_TOKEN": str(a.get("job_token", "")), "HORUS_CHECKPOINT_DIR": str(checkpoint),
+        "HORUS_START_ITERATION": str(int(a.get("start_iteration") or 0)),
+        "HORUS_GPU_UUIDS": ",".join(a["gpu_uuids"]), "HORUS_NODE_RANK": str(a.get("node_rank", 0)),
+        "HORUS_NNODES": str(a.get("nnodes", 1)), "HORUS_MASTER_ADDR": str(a.get("master", "")),
+        "HORUS_AGENT": agent,
+    })
+    if a.get("cwd"):
+        env["HORUS_CWD"] = str(a["cwd"])
+    predicted = a.get("predicted") or {}
+    if use_mps and predicted:
+        share = min(100, max(1, math.ceil(100 * float(predicted.get("util", 1.0)))))
+        mem = math.ceil(1.1 * float(predicted.get("mem_mib", 0.0)))
+        env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(share)
+        if mem > 0:
+            env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = ",".join(f"{i}={mem}M" for i in range(len(a["gpu_uuids"])))
+    return env
 
 
 def start_thread(agent: Agent, stop: threading.Event) -> threading.Thread:

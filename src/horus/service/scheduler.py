@@ -33,7 +33,7 @@ from horus.policies.base import POLICIES, Policy
 from horus.predict.base import Prediction, Predictor
 from horus.service.metrics import ServiceMetrics
 from horus.service.store import FINAL_STATES, AgentRow, JobRow, NewJob, Store
-from horus.state import SchedulerState
+from horus.state import SchedulerState, gpu_share
 
 log = logging.getLogger("horus.service")
 
@@ -322,6 +322,29 @@ class LiveScheduler:
             self.metrics.agents_lost.inc()
         self.rebuild()  # running attempts on lost agents are requeued there, attained service kept
 
+    def lose_agent(self, name: str, reason: str) -> bool:
+        """Declare agent ``name`` lost now (a backend that knows a machine died need not wait for its lease);
+        its running attempts are requeued with attained service kept. False if it was not alive."""
+        with self.lock:
+            if name not in self.agents:
+                return False
+            log.warning("agent %s lost (%s): its jobs are requeued", name, reason)
+            self.store.agent_lost(name, self.clock())
+            del self.agents[name]
+            self.metrics.agents_lost.inc()
+            self.rebuild()
+            return True
+
+    def running_attempt(self, job_id: str, attempt: int) -> dict[str, Any] | None:
+        """A running attempt's ``placement`` ((agent, local GPU index) per worker) and per-GPU ``share``
+        (``gpu_share``); None once it is not running. For backends that reserve resources per job."""
+        with self.lock:
+            live = self.live.get(job_id)
+            run = self.state.running.get(job_id)
+            if live is None or run is None or live.attempt != attempt:
+                return None
+            return {"placement": list(live.placement), "share": gpu_share(run.spec)}
+
     # ---- agents ----------------------------------------------------------------------------------------------
     def register_agent(self, name: str, hostname: str, gpus: list[dict[str, Any]],
                        wake: Callable[[], None] | None = None) -> AgentRow:
@@ -410,16 +433,18 @@ class LiveScheduler:
                                    iterations_done=run.iterations_done, kind="oom", detail={"exit_code": code})
                 self.state.requeue(key, now, oom=True)
                 self._wake(self._pop_live(key))
-        elif code is None:  # the process vanished without an exit status
+        elif code is None:  # the process vanished without an exit status (or a backend could not start it)
             row = self.store.job(job_id)
+            why = str(report.get("error") or "process vanished")
             if row is not None and row.lost_runs + 1 > self.max_lost_runs:
                 self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
-                               reason=f"its process vanished {row.lost_runs + 1} times")
+                               reason=f"its process vanished {row.lost_runs + 1} times" if "error" not in report
+                               else f"{row.lost_runs + 1} runs lost; last: {why}")
                 self._drop(key, live)
             else:
                 self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
                                    iterations_done=run.iterations_done, kind="lost",
-                                   detail={"reason": "process vanished"})
+                                   detail={"reason": why})
                 self.state.requeue(key, now)
                 self._wake(self._pop_live(key))
         else:

@@ -1,0 +1,97 @@
+"""``JobWorker``: the Ray actor that runs one worker of one job attempt on the node Horus chose.
+
+The backend creates it with ``num_gpus=0`` (Ray's own GPU ids would ignore Horus's choice), pinned
+to its node and holding the job's share of each chosen GPU's custom resource. Its constructor
+launches the job's command as a subprocess in its own process group, with the same environment a
+local agent gives (``CUDA_VISIBLE_DEVICES`` set by Horus, ``HORUS_*``), output appended to
+``<workdir>/jobs/<job>/<attempt>/<agent>/log`` and progress read from ``progress.jsonl`` there.
+The process is told to die with the actor (``PR_SET_PDEATHSIG``), so ``ray.kill`` or the loss of
+the node never leaves an orphan trainer. Reports have the local agent's fields.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from horus.agent.agent import job_environment
+from horus.agent.processes import Attempt
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    except (OSError, AttributeError):
+        pass
+
+
+class JobWorker:
+    """One job attempt's worker on this node (see module docstring)."""
+
+    def __init__(self, assignment: dict[str, Any], agent: str, workdir: str) -> None:
+        import ray
+
+        self.job_id, self.attempt = str(assignment["job_id"]), int(assignment["attempt"])
+        root = Path(workdir).expanduser() / "jobs" / self.job_id
+        folder = root / str(self.attempt) / agent
+        folder.mkdir(parents=True, exist_ok=True)
+        checkpoint = root / "checkpoint"
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        self.item = Attempt(self.job_id, self.attempt, folder)
+        self.node_id = ray.get_runtime_context().get_node_id()
+        env = job_environment(assignment, agent, checkpoint)
+        env.update({"HORUS_PROGRESS_FILE": str(folder / "progress.jsonl"), "HORUS_RAY_NODE_ID": self.node_id})
+        self.launched = time.time()
+        self.launch_error: int | None = None
+        with open(folder / "log", "ab") as log:
+            log.write(f"[horus] {time.strftime('%Y-%m-%dT%H:%M:%S')} start on Ray node {self.node_id[:8]}: "
+                      f"{assignment['command']!r}\n".encode())
+            log.flush()
+            try:
+                self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                    [str(c) for c in assignment["command"]], env={**os.environ, **env}, cwd=env.get("HORUS_CWD"),
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_die_with_parent)
+            except OSError as exc:
+                log.write(f"[horus] cannot start the command: {exc}\n".encode())
+                self.proc, self.launch_error = None, 127
+
+    def where(self) -> dict[str, Any]:
+        """Where this worker runs (for checks and logs)."""
+        return {"node_id": self.node_id, "hostname": socket.gethostname(),
+                "pid": self.proc.pid if self.proc is not None else None, "launched": self.launched}
+
+    def report(self) -> dict[str, Any]:
+        """The local agent's report: running with progress, or exited with its code and OOM flag."""
+        iterations, rate = self.item.progress()
+        code = self.launch_error if self.proc is None else self.proc.poll()
+        out: dict[str, Any] = {"job_id": self.job_id, "attempt": self.attempt, "iterations": iterations, "rate": rate}
+        if code is None:
+            return {**out, "status": "running"}
+        return {**out, "status": "exited", "exit_code": int(code), "oom": code != 0 and self.item.ran_out_of_memory()}
+
+    def signal(self, sig: int) -> bool:
+        """Send ``sig`` to the job's process group; False when nothing of it is left."""
+        if self.proc is None:
+            return False
+        self.proc.poll()
+        try:
+            os.killpg(self.proc.pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+def probe_gpus() -> list[dict[str, Any]]:
+    """This node's GPUs from NVML ([] without NVML or GPU); run as a Ray task pinned to the node."""
+    from horus.agent.gpus import discover
+
+    return discover()[0]

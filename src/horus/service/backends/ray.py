@@ -1,0 +1,381 @@
+"""``ray`` backend: Horus places, a Ray cluster runs (``horus serve --backend ray [--ray-address ADDR]``).
+
+One thread acts as the agent of every alive Ray node with GPUs (see ``horus.ray.nodes``): it
+registers the node with the ``LiveScheduler``, heartbeats on its behalf while Ray reports it alive,
+and makes the node's Ray actors match the node's desired state:
+
+* a desired worker becomes a ``JobWorker`` actor (``horus.ray.worker``) with ``num_gpus=0``,
+  pinned to the node (``NodeAffinitySchedulingStrategy(node_id, soft=False)``) and holding
+  ``share / gpu_slots`` of each chosen GPU's ``horus_gpu_<tag>_<i>`` resource where the node
+  declares them (Horus may co-locate up to ``gpu_slots`` workers on a GPU, each with a share of at
+  most 1, so Ray admits every co-location Horus decides and nothing beyond); a job spread over
+  several nodes gets one placement group with one bundle per node, each bundle on its node's GPU
+  resources. Every pin is checked against the live node table first: Ray keeps an infeasible
+  request pending silently, Horus reports it at once (the run is lost with the reason; after
+  ``max_lost_runs`` the job fails with it). A worker Ray has not started within
+  ``launch_timeout_s`` is lost the same way;
+* a worker no longer desired gets SIGTERM (cooperative), then after ``grace_s`` SIGKILL and
+  ``ray.kill``;
+* reports have the local agent's fields: progress, exit code, OOM (from the job's log); a worker
+  whose actor died reports an exit without status;
+* a node Ray declares dead (or that leaves the table) is lost at once: ``LiveScheduler.lose_agent``
+  requeues its jobs, attained service kept. A node that joins is registered on the next tick.
+
+Stopping ``horus serve`` ends its Ray actors (they belong to its Ray driver) and so their jobs,
+which the restarted server runs again from their checkpoints.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from horus.errors import HorusInputError
+from horus.service.backends import BACKENDS
+
+if TYPE_CHECKING:
+    from horus.ray.nodes import RayNode
+    from horus.service.scheduler import LiveScheduler
+    from horus.service.server import ServeConfig
+
+log = logging.getLogger("horus.ray")
+
+NAMESPACE = "horus"
+
+
+@dataclass
+class Worker:
+    """One worker (job attempt on one node) as the backend tracks it."""
+
+    job_id: str
+    attempt: int
+    agent: str
+    submitted: float
+    request: dict[str, float]
+    actor: Any = None
+    pending: Any = None  # ObjectRef of an outstanding report() call
+    report: dict[str, Any] | None = None
+    running_since: float | None = None  # first report received: the actor runs and launched the job
+    error: str | None = None
+    stop_deadline: float | None = None
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return self.job_id, self.attempt, self.agent
+
+    @property
+    def ended(self) -> bool:
+        return self.error is not None or (self.report is not None and self.report.get("status") == "exited")
+
+    def to_report(self) -> dict[str, Any] | None:
+        if self.error is not None:
+            last = self.report or {}
+            return {"job_id": self.job_id, "attempt": self.attempt, "status": "exited", "exit_code": None,
+                    "oom": False, "error": self.error, "iterations": last.get("iterations"), "rate": last.get("rate")}
+        return self.report
+
+
+@BACKENDS.register("ray")
+class RayBackend:
+    """See module docstring. ``workdir``: where workers keep logs and checkpoints on each node."""
+
+    def __init__(self, *, address: str | None = None, workdir: str | None = None, gpu_slots: int = 4,
+                 launch_timeout_s: float = 60.0, probe_nvml: bool = True, probe_timeout_s: float = 20.0,
+                 poll_timeout_s: float = 0.2) -> None:
+        if gpu_slots < 1:
+            raise ValueError("gpu_slots must be >= 1")
+        self.address = address
+        self.workdir = workdir
+        self.gpu_slots = gpu_slots
+        self.launch_timeout_s = launch_timeout_s
+        self.probe_nvml = probe_nvml
+        self.probe_timeout_s = probe_timeout_s
+        self.poll_timeout_s = poll_timeout_s
+        self.gpu_type = "V100"
+        self.heartbeat_s = 1.0
+        self.grace_s = 10.0
+        self.nodes: dict[str, RayNode] = {}  # registered agents
+        self.workers: dict[tuple[str, int, str], Worker] = {}
+        self.gangs: dict[tuple[str, int], Any] = {}  # placement group per multi-node attempt
+        self.wakeup = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.scheduler: LiveScheduler | None = None
+        self.started_ray = False
+        self.launched = 0  # workers submitted to Ray (for tests and benchmarks)
+
+    # ---- Backend protocol ------------------------------------------------------------------------------
+    def prepare(self, config: ServeConfig) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise HorusInputError("--backend ray", "Ray is not installed: pip install 'horus-scheduler[ray]'") from None
+        from horus.gpu_types import PRESETS
+        from horus.ray.nodes import parse_nodes
+
+        if config.gpu_type not in PRESETS:
+            raise HorusInputError("--gpu-type", f"unknown GPU type {config.gpu_type!r}; presets: {', '.join(PRESETS)}")
+        self.gpu_type = config.gpu_type
+        self.heartbeat_s = config.heartbeat_s
+        self.grace_s = config.grace_s
+        self.workdir = self.workdir or str(config.state_dir / "ray")
+        address = config.ray_address or self.address
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, include_dashboard=False,
+                         configure_logging=False)
+            except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError...
+                where = f"at {address}" if address else "(none found, and none could be started)"
+                raise HorusInputError("--ray-address", f"cannot connect to a Ray cluster {where}: "
+                                                       f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            self.started_ray = True
+        if not parse_nodes(ray.nodes()):
+            raise HorusInputError("--backend ray", "the Ray cluster has no alive node with GPUs: start nodes with "
+                                                   "`ray start --num-gpus N` or per-GPU resources "
+                                                   "'{\"horus_gpu_<node>_<i>\": 1}' (see docs/backends/ray.md)")
+
+    def start(self, scheduler: LiveScheduler, config: ServeConfig, stop: threading.Event) -> None:
+        self.scheduler = scheduler
+        self.thread = threading.Thread(target=self.run, args=(stop,), name="horus-ray", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.wakeup.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+        if self.started_ray:
+            import ray
+
+            ray.shutdown()
+
+    # ---- the loop ------------------------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - a Ray hiccup must be seen, and must not stop the service
+                log.exception("Ray backend step failed")
+                stop.wait(1.0)
+            self.wakeup.wait(self.heartbeat_s)
+            self.wakeup.clear()
+
+    def tick(self) -> None:
+        """Follow the node table, collect reports, heartbeat each node and reconcile its actors, once."""
+        import ray
+
+        from horus.ray.nodes import parse_nodes
+
+        assert self.scheduler is not None
+        table = parse_nodes(ray.nodes())
+        for agent, node in list(self.nodes.items()):
+            now_node = table.get(agent)
+            if now_node is None or now_node.node_id != node.node_id:
+                self.node_gone(agent, f"Ray node {node.node_id[:8]} is dead or left the cluster")
+        for agent, node in table.items():
+            if agent not in self.nodes:
+                self.register(node)
+        self.poll()
+        from horus.service.scheduler import UnknownAgentError
+
+        for agent, node in list(self.nodes.items()):
+            reports = [r for w in self.workers.values() if w.agent == agent and w.stop_deadline is None
+                       for r in [w.to_report()] if r is not None]
+            try:
+                desired = self.scheduler.heartbeat(agent, reports, [])
+            except UnknownAgentError:  # the scheduler expired it (this loop stalled past the lease)
+                self.register(node)
+                continue
+            self.reconcile(node, desired, table)
+
+    # ---- nodes -----------------------------------------------------------------------------------------------
+    def register(self, node: RayNode) -> None:
+        from horus.ray.nodes import describe_gpus
+
+        assert self.scheduler is not None
+        node.gpus = describe_gpus(node, self.gpu_type, self._probe(node))
+        self.scheduler.register_agent(node.agent, node.address, node.gpus, wake=self.wakeup.set)
+        self.nodes[node.agent] = node
+        log.info("Ray node %s registered as agent %s with %d GPUs", node.node_id[:8], node.agent, len(node.gpus))
+
+    def _probe(self, node: RayNode) -> list[dict[str, Any]] | None:
+        if not self.probe_nvml or node.resources.get("GPU", 0.0) <= 0:
+            return None
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from horus.ray.worker import probe_gpus
+
+        task = ray.remote(probe_gpus).options(num_cpus=0, num_gpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
+            node.node_id, soft=False))
+        try:
+            return ray.get(task.remote(), timeout=self.probe_timeout_s)
+        except Exception as exc:  # noqa: BLE001 - GetTimeoutError, worker crash: fall back to the declared type
+            log.warning("NVML probe of Ray node %s failed (%s): using --gpu-type %s", node.node_id[:8],
+                        type(exc).__name__, self.gpu_type)
+            return None
+
+    def node_gone(self, agent: str, reason: str) -> None:
+        assert self.scheduler is not None
+        del self.nodes[agent]
+        for worker in [w for w in self.workers.values() if w.agent == agent]:
+            self._drop(worker, kill=True)
+        self.scheduler.lose_agent(agent, reason)
+
+    # ---- reports ---------------------------------------------------------------------------------------------
+    def poll(self) -> None:
+        """Collect one report from every started worker (waiting ``poll_timeout_s`` at most)."""
+        import ray
+        from ray.exceptions import RayError
+
+        now = time.time()
+        for w in self.workers.values():
+            if w.actor is not None and w.pending is None and w.error is None:
+                w.pending = w.actor.report.remote()
+        waiting = {w.pending: w for w in self.workers.values() if w.pending is not None}
+        if not waiting:
+            return
+        ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=self.poll_timeout_s)
+        for ref in ready:
+            w = waiting[ref]
+            w.pending = None
+            try:
+                w.report = ray.get(ref)
+                if w.running_since is None:
+                    w.running_since = time.time()
+            except RayError as exc:
+                w.error = f"the Ray actor of job {w.job_id} attempt {w.attempt} on {w.agent} died: " \
+                          f"{type(exc).__name__}"
+        for w in waiting.values():
+            if w.pending is not None and w.running_since is None and now - w.submitted > self.launch_timeout_s:
+                w.error = (f"Ray did not start job {w.job_id} attempt {w.attempt} on {w.agent} within "
+                           f"{self.launch_timeout_s:g} s (resources {w.request or 'node pin only'})")
+                log.warning(w.error)
+                self._kill(w)
+
+    # ---- desired state -------------------------------------------------------------------------------------
+    def reconcile(self, node: RayNode, desired: list[dict[str, Any]], table: dict[str, RayNode]) -> None:
+        now = time.time()
+        want = {(str(d["job_id"]), int(d["attempt"])): d for d in desired}
+        for w in [w for w in self.workers.values() if w.agent == node.agent]:
+            if (w.job_id, w.attempt) in want:
+                continue
+            if w.ended:
+                self._drop(w, kill=True)
+            elif w.stop_deadline is None:
+                w.stop_deadline = now + self.grace_s
+                self._signal(w, signal.SIGTERM)
+            elif now >= w.stop_deadline:
+                self._drop(w, kill=True)
+        for (job_id, attempt), assignment in want.items():
+            if (job_id, attempt, node.agent) not in self.workers:
+                self.launch(node, assignment, table)
+
+    def _request(self, node: RayNode, indices: list[int], share: float) -> dict[str, float]:
+        by_index = {int(d["index"]): d for d in node.gpus}
+        out = {}
+        for i in indices:
+            if i not in by_index:
+                from horus.ray.nodes import InfeasiblePinError
+
+                raise InfeasiblePinError(f"GPU {i} is not one of Ray node {node.node_id[:8]} ({node.agent})'s GPUs "
+                                         f"{sorted(by_index)}")
+            resource = by_index[i].get("resource")
+            if resource:
+                out[str(resource)] = round(share / self.gpu_slots, 6)
+        return out
+
+    def launch(self, node: RayNode, a: dict[str, Any], table: dict[str, RayNode]) -> Worker:
+        """Check the pin against ``table`` and submit the worker's actor (or record why it cannot run)."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
+
+        from horus.ray.nodes import InfeasiblePinError, check_pin
+        from horus.ray.worker import JobWorker
+
+        assert self.scheduler is not None
+        job_id, attempt = str(a["job_id"]), int(a["attempt"])
+        what = f"job {job_id} attempt {attempt} on {node.agent}"
+        worker = Worker(job_id, attempt, node.agent, time.time(), {})
+        self.workers[worker.key] = worker
+        info = self.scheduler.running_attempt(job_id, attempt) or {"placement": [], "share": 1.0}
+        share = float(info["share"])
+        try:
+            worker.request = self._request(node, [int(i) for i in a["gpu_indices"]], share)
+            check_pin(table, node.node_id, worker.request, what)
+            options: dict[str, Any] = {"num_cpus": 0, "num_gpus": 0, "resources": worker.request, "max_restarts": 0,
+                                       "max_concurrency": 1}
+            agents = list(dict.fromkeys(agent for agent, _ in info["placement"]))
+            pg = self._gang(job_id, attempt, agents, info, table) if len(agents) > 1 and worker.request else None
+            if pg is not None:
+                options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                    pg, placement_group_bundle_index=agents.index(node.agent))
+            else:
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
+        except InfeasiblePinError as exc:
+            worker.error = str(exc)
+            log.error("%s", exc)
+            return worker
+        worker.actor = ray.remote(JobWorker).options(**options).remote(a, node.agent, str(self.workdir))
+        self.launched += 1
+        return worker
+
+    def _gang(self, job_id: str, attempt: int, agents: list[str], info: dict[str, Any],
+              table: dict[str, RayNode]) -> Any:
+        """The attempt's placement group: one bundle per node, on that node's GPU resources."""
+        from ray.util.placement_group import placement_group
+
+        from horus.ray.nodes import InfeasiblePinError, check_pin
+
+        pg = self.gangs.get((job_id, attempt))
+        if pg is not None:
+            return pg
+        bundles = []
+        for agent in agents:
+            node = self.nodes.get(agent)
+            if node is None:
+                raise InfeasiblePinError(f"job {job_id} attempt {attempt}: its node {agent} is not in the Ray cluster")
+            request = self._request(node, [i for a, i in info["placement"] if a == agent], float(info["share"]))
+            if not request:
+                raise InfeasiblePinError(f"job {job_id} attempt {attempt} spans several nodes but {agent} declares no "
+                                         f"horus_gpu_* resources to pin a placement-group bundle on")
+            check_pin(table, node.node_id, request, f"job {job_id} attempt {attempt} on {agent}")
+            bundles.append(request)
+        pg = placement_group(bundles, strategy="SPREAD", name=f"horus-{job_id}-{attempt}")
+        self.gangs[(job_id, attempt)] = pg
+        return pg
+
+    # ---- stopping ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _signal(w: Worker, sig: int) -> Any:
+        return w.actor.signal.remote(int(sig)) if w.actor is not None else None
+
+    def _kill(self, w: Worker) -> None:
+        """SIGKILL the job's process group (waiting a moment for the actor to do it), then ``ray.kill``."""
+        import ray
+
+        if w.actor is None:
+            return
+        ref = self._signal(w, signal.SIGKILL)
+        if w.running_since is not None:
+            ray.wait([ref], timeout=1.0)
+        try:
+            ray.kill(w.actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - already dead
+            pass
+        w.actor = None
+
+    def _drop(self, w: Worker, *, kill: bool) -> None:
+        if kill:
+            self._kill(w)
+        self.workers.pop(w.key, None)
+        gang = (w.job_id, w.attempt)
+        if gang in self.gangs and not any((x.job_id, x.attempt) == gang for x in self.workers.values()):
+            from ray.util.placement_group import remove_placement_group
+
+            try:
+                remove_placement_group(self.gangs.pop(gang))
+            except Exception:  # noqa: BLE001
+                pass

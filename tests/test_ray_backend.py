@@ -1,0 +1,221 @@
+"""The Ray backend on a real multi-node Ray cluster (``ray.cluster_utils.Cluster``, fake GPUs).
+
+One module-scoped cluster: a CPU-only head and nodes ``a`` and ``b`` with 2 GPUs each, declared as
+``num_gpus`` plus per-GPU resources ``horus_gpu_<tag>_<i>``. Jobs are real processes that record
+the Ray node and ``CUDA_VISIBLE_DEVICES`` they got. Tests run in order; the last removes node ``b``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'horus-scheduler[ray]')")
+
+from horus.errors import HorusInputError  # noqa: E402
+from ray_helpers import RayService, wait_for  # noqa: E402
+
+TAGS = ("a", "b")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    handles = {tag: c.add_node(num_cpus=1, num_gpus=2, resources={f"horus_gpu_{tag}_{i}": 1.0 for i in range(2)})
+               for tag in TAGS}
+    ray.init(address=c.address, namespace="horus", log_to_driver=False)
+    c.wait_for_nodes(timeout=60)
+    yield c, handles
+    ray.shutdown()
+    c.shutdown()
+
+
+@pytest.fixture(scope="module")
+def service(cluster, tmp_path_factory):
+    with RayService(tmp_path_factory.mktemp("ray-serve"), launch_timeout_s=30.0) as svc:
+        wait_for(lambda: len(svc.backend.nodes) == 2, 30, "both Ray nodes registered")
+        yield svc
+
+
+def running(svc: RayService, job_id: str, nodes: int = 1) -> bool:
+    row = svc.row(job_id)
+    return row.state == "running" and len([r for r in svc.records(job_id)
+                                           if int(r["HORUS_ATTEMPT"]) == row.attempt]) == nodes
+
+
+def test_nodes_become_agents_with_declared_gpus(service):
+    agents = service.scheduler.cluster_view()["agents"]
+    assert sorted(a["name"] for a in agents) == ["a", "b"]
+    assert all(a["gpus"] == 2 for a in agents)
+    for tag, node in service.backend.nodes.items():
+        assert [g["resource"] for g in node.gpus] == [f"horus_gpu_{tag}_0", f"horus_gpu_{tag}_1"]
+        assert all(g["type"] == "V100" for g in node.gpus)  # no NVML here: the declared type
+
+
+def test_jobs_run_where_horus_placed_them_and_share_gpus(service):
+    jobs = [service.submit(gpu_fraction=0.5) for _ in range(8)]
+    wait_for(lambda: all(running(service, j) for j in jobs), 60, "8 half-GPU jobs running")
+    per_gpu: dict[tuple[str, int], int] = {}
+    for job in jobs:
+        (agent, index), = service.row(job).placement
+        record = service.records(job)[0]
+        assert record["HORUS_AGENT"] == agent
+        assert record["HORUS_RAY_NODE_ID"] == service.backend.nodes[agent].node_id  # Ray honoured the node pin
+        assert record["CUDA_VISIBLE_DEVICES"] == str(index)  # Horus's GPU, not Ray's
+        per_gpu[(agent, index)] = per_gpu.get((agent, index), 0) + 1
+    assert sorted(per_gpu.values()) == [2, 2, 2, 2]  # 8 half jobs on 4 GPUs: every GPU co-located
+    available = ray.available_resources()
+    for tag in TAGS:  # Ray holds each co-located pair's shares: 2 x 0.5 / gpu_slots of each GPU's resource
+        for i in range(2):
+            assert available.get(f"horus_gpu_{tag}_{i}", 0.0) == pytest.approx(1.0 - 2 * 0.5 / service.backend.gpu_slots)
+    for job in jobs:
+        service.release(job)
+    wait_for(lambda: all(service.row(j).state == "finished" for j in jobs), 30, "the 8 jobs finished")
+    assert all(service.row(j).exit_code == 0 and service.row(j).iterations_done > 0 for j in jobs)
+    wait_for(lambda: not service.backend.workers, 20, "finished workers released")
+
+
+def test_gang_across_nodes_lands_on_the_chosen_gpus(service):
+    job = service.submit(num_gpus=3)
+    wait_for(lambda: running(service, job, nodes=2), 60, "3-GPU gang running on 2 nodes")
+    placement = service.row(job).placement
+    records = service.records(job)
+    assert len(records) == 2
+    for record in records:
+        agent = record["HORUS_AGENT"]
+        assert record["HORUS_RAY_NODE_ID"] == service.backend.nodes[agent].node_id
+        assert record["CUDA_VISIBLE_DEVICES"] == ",".join(str(i) for a, i in placement if a == agent)
+        assert record["HORUS_NNODES"] == "2"
+    assert sorted(r["HORUS_NODE_RANK"] for r in records) == ["0", "1"]
+    assert (job, 1) in service.backend.gangs  # one placement group for the gang
+    service.release(job)
+    wait_for(lambda: service.row(job).state == "finished", 30, "gang finished")
+    wait_for(lambda: not service.backend.gangs, 20, "the gang's placement group removed")
+
+
+def test_exit_codes_and_oom_map_like_the_local_agent(service):
+    failing = service.submit(env={"EXIT_CODE": "3"}, hold_s=0)
+    oom = service.submit(env={"OOM": "1"})
+    wait_for(lambda: service.row(failing).state == "failed", 30, "exit 3 -> failed")
+    assert service.row(failing).exit_code == 3 and service.row(failing).reason == "exit code 3"
+    wait_for(lambda: service.row(oom).oom_failures >= 1, 30, "OOM -> requeued as an OOM failure")
+    service.scheduler.cancel(int(oom))
+
+
+def test_cancel_stops_the_worker_and_its_process(service):
+    job = service.submit()
+    wait_for(lambda: running(service, job), 30, "job running")
+    pid = service.records(job)[0]["pid"]
+    service.scheduler.cancel(int(job))
+    wait_for(lambda: not any(w.job_id == job for w in service.backend.workers.values()), 20, "worker dropped")
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
+
+    wait_for(gone, 10, "job process ended by SIGTERM")
+    assert service.row(job).state == "cancelled"
+
+
+def test_infeasible_requests_get_a_clear_error(service):
+    with pytest.raises(HorusInputError, match="needs 5 GPUs; the cluster has 4"):
+        service.submit(num_gpus=5)
+    with pytest.raises(HorusInputError, match="of type A100"):
+        service.submit(gpu_type="A100")
+    node = service.backend.nodes["a"]
+    launched = service.backend.launched
+    table = dict(service.backend.nodes)
+    worker = service.backend.launch(node, {"job_id": "999", "attempt": 1, "gpu_indices": [7], "gpu_uuids": ["7"],
+                                           "command": ["true"]}, table)
+    service.backend.workers.pop(worker.key)
+    assert worker.actor is None and service.backend.launched == launched  # nothing submitted to Ray
+    assert "GPU 7 is not one of Ray node" in worker.error
+    report = worker.to_report()
+    assert report["status"] == "exited" and report["exit_code"] is None and "GPU 7" in report["error"]
+
+
+def test_horus_serve_cli_runs_a_job_on_the_ray_cluster(cluster, tmp_path):
+    import httpx
+
+    c, _ = cluster
+    port = free_port()
+    state = tmp_path / "state"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_USAGE_STATS_ENABLED": "0"}
+    log = open(tmp_path / "serve.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "horus.cli", "serve", "--backend", "ray", "--ray-address", c.address,
+                             "--state-dir", str(state), "--port", str(port), "--heartbeat-s", "0.2",
+                             "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+
+        def up() -> bool:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
+            try:
+                return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(up, 60, "horus serve --backend ray answering")
+        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {(state / 'token').read_text().strip()}"},
+                              timeout=10)
+        out = tmp_path / "out"
+        out.mkdir()
+        script = tmp_path / "job.py"
+        script.write_text("import os, sys\nopen(sys.argv[1], 'w').write(os.environ['HORUS_RAY_NODE_ID'] + ' ' + "
+                          "os.environ['CUDA_VISIBLE_DEVICES'])\n")
+        wait_for(lambda: len(client.get("/v1/cluster").json()["gpus"]) == 4, 30, "the Ray nodes' 4 GPUs registered")
+        too_big = client.post("/v1/jobs", json={"command": ["true"], "num_gpus": 9})
+        assert too_big.status_code == 422 and "needs 9 GPUs; the cluster has 4" in too_big.text
+        job = client.post("/v1/jobs", json={"command": [sys.executable, str(script), str(out / "where")]}).json()
+        wait_for(lambda: client.get(f"/v1/jobs/{job['id']}").json()["state"] == "finished", 60, "CLI job finished")
+        node_id, cvd = (out / "where").read_text().split()
+        alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        assert node_id in alive and cvd in {"0", "1"}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def test_removing_a_node_requeues_its_jobs_keeping_attained_service(service, cluster):
+    c, handles = cluster
+    jobs = [service.submit(), service.submit()]
+    wait_for(lambda: all(running(service, j) for j in jobs), 30, "2 jobs running")
+    on_b = [j for j in jobs if service.row(j).placement[0][0] == "b"] or None
+    victim = "b" if on_b else "a"
+    moved = [j for j in jobs if service.row(j).placement[0][0] == victim]
+    time.sleep(0.5)  # some attained service
+    c.remove_node(handles[victim])
+    wait_for(lambda: victim not in service.backend.nodes, 30, f"node {victim} lost")
+    survivor = "a" if victim == "b" else "b"
+    for job in moved:
+        wait_for(lambda: service.row(job).attempt >= 2 and running(service, job), 60, f"job {job} restarted")
+        row = service.row(job)
+        assert row.lost_runs == 1 and row.attained_gpu_s >= 0.5
+        assert row.placement[0][0] == survivor
+        assert service.records(job)[0]["HORUS_RAY_NODE_ID"] == service.backend.nodes[survivor].node_id
+    for job in jobs:
+        service.release(job)
+    wait_for(lambda: all(service.row(j).state == "finished" for j in jobs), 30, "jobs finished on the survivor")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
