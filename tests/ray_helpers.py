@@ -47,7 +47,7 @@ class RayService:
     """LiveScheduler + scheduling loop + RayBackend in this process (see module docstring)."""
 
     def __init__(self, state_dir: Path, *, policy: str = "fifo-exclusive", heartbeat_s: float = 0.2,
-                 grace_s: float = 2.0, launch_timeout_s: float = 30.0, probe_nvml: bool = True) -> None:
+                 grace_s: float = 2.0, launch_timeout_s: float = 120.0, probe_nvml: bool = True) -> None:
         from horus.plugins import load_all
         from horus.predict.base import PREDICTORS
         from horus.service.backends.ray import RayBackend

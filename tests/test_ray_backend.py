@@ -75,7 +75,8 @@ def test_jobs_run_where_horus_placed_them_and_share_gpus(service):
     available = ray.available_resources()
     for tag in TAGS:  # Ray holds each co-located pair's shares: 2 x 0.5 / gpu_slots of each GPU's resource
         for i in range(2):
-            assert available.get(f"horus_gpu_{tag}_{i}", 0.0) == pytest.approx(1.0 - 2 * 0.5 / service.backend.gpu_slots)
+            held = 2 * 0.5 / service.backend.gpu_slots
+            assert available.get(f"horus_gpu_{tag}_{i}", 0.0) == pytest.approx(1.0 - held)
     for job in jobs:
         service.release(job)
     wait_for(lambda: all(service.row(j).state == "finished" for j in jobs), 30, "the 8 jobs finished")
@@ -167,8 +168,8 @@ def test_horus_serve_cli_runs_a_job_on_the_ray_cluster(cluster, tmp_path):
                 return False
 
         wait_for(up, 60, "horus serve --backend ray answering")
-        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {(state / 'token').read_text().strip()}"},
-                              timeout=10)
+        token = (state / "token").read_text().strip()
+        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
         out = tmp_path / "out"
         out.mkdir()
         script = tmp_path / "job.py"
@@ -189,6 +190,17 @@ def test_horus_serve_cli_runs_a_job_on_the_ray_cluster(cluster, tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def test_sweep_over_ray_gathers_the_same_table_as_running_here(cluster):
+    from horus.ray.sweep import SweepSettings, grid, run_sweep
+
+    cells = grid(["fifo-exclusive", "horus"], ["default"], [0, 1], ["default"])
+    settings = SweepSettings(max_jobs=25)
+    over_ray = run_sweep(cells, settings, use_ray=True)
+    here = run_sweep(cells, settings, use_ray=False)
+    keys = ("policy", "seed", "num_jobs", "makespan_s", "mean_jct_s", "colocated_share", "events")
+    assert [tuple(r[k] for k in keys) for r in over_ray] == [tuple(r[k] for k in keys) for r in here]
 
 
 def test_removing_a_node_requeues_its_jobs_keeping_attained_service(service, cluster):

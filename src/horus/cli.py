@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "horus.colocation.commands",
     "horus.interference.commands",
     "horus.service.commands",
+    "horus.ray.commands",
 )
 
 

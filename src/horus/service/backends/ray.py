@@ -84,7 +84,7 @@ class RayBackend:
     """See module docstring. ``workdir``: where workers keep logs and checkpoints on each node."""
 
     def __init__(self, *, address: str | None = None, workdir: str | None = None, gpu_slots: int = 4,
-                 launch_timeout_s: float = 60.0, probe_nvml: bool = True, probe_timeout_s: float = 20.0,
+                 launch_timeout_s: float = 120.0, probe_nvml: bool = True, probe_timeout_s: float = 20.0,
                  poll_timeout_s: float = 0.2) -> None:
         if gpu_slots < 1:
             raise ValueError("gpu_slots must be >= 1")
@@ -129,8 +129,8 @@ class RayBackend:
                          configure_logging=False)
             except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError...
                 where = f"at {address}" if address else "(none found, and none could be started)"
-                raise HorusInputError("--ray-address", f"cannot connect to a Ray cluster {where}: "
-                                                       f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise HorusInputError("--ray-address", f"cannot connect to a Ray cluster {where}: {why}") from None
             self.started_ray = True
         if not parse_nodes(ray.nodes()):
             raise HorusInputError("--backend ray", "the Ray cluster has no alive node with GPUs: start nodes with "
@@ -208,8 +208,8 @@ class RayBackend:
 
         from horus.ray.worker import probe_gpus
 
-        task = ray.remote(probe_gpus).options(num_cpus=0, num_gpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-            node.node_id, soft=False))
+        pin = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
+        task = ray.remote(probe_gpus).options(num_cpus=0, num_gpus=0, scheduling_strategy=pin)
         try:
             return ray.get(task.remote(), timeout=self.probe_timeout_s)
         except Exception as exc:  # noqa: BLE001 - GetTimeoutError, worker crash: fall back to the declared type
@@ -324,7 +324,8 @@ class RayBackend:
 
     def _gang(self, job_id: str, attempt: int, agents: list[str], info: dict[str, Any],
               table: dict[str, RayNode]) -> Any:
-        """The attempt's placement group: one bundle per node, on that node's GPU resources."""
+        """The attempt's placement group: one bundle per node, on that node's GPU resources (None where a
+        node has none)."""
         from ray.util.placement_group import placement_group
 
         from horus.ray.nodes import InfeasiblePinError, check_pin
@@ -338,9 +339,10 @@ class RayBackend:
             if node is None:
                 raise InfeasiblePinError(f"job {job_id} attempt {attempt}: its node {agent} is not in the Ray cluster")
             request = self._request(node, [i for a, i in info["placement"] if a == agent], float(info["share"]))
-            if not request:
-                raise InfeasiblePinError(f"job {job_id} attempt {attempt} spans several nodes but {agent} declares no "
-                                         f"horus_gpu_* resources to pin a placement-group bundle on")
+            if not request:  # a node without per-GPU resources: no bundle can be pinned there
+                log.warning("job %s attempt %s: node %s declares no horus_gpu_* resources; its workers are pinned "
+                            "by node only, without a placement group", job_id, attempt, agent)
+                return None
             check_pin(table, node.node_id, request, f"job {job_id} attempt {attempt} on {agent}")
             bundles.append(request)
         pg = placement_group(bundles, strategy="SPREAD", name=f"horus-{job_id}-{attempt}")

@@ -1,0 +1,127 @@
+"""``horus sweep``: compare policies over traces x seeds x clusters, the simulations fanned out over Ray."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "sweep", help="simulate a grid of policy x trace x seed x cluster over a Ray cluster, one comparison table",
+        description="Run one simulation per (policy, trace, seed, cluster) as a Ray task and gather one table "
+        "(per cell, and mean +- std over seeds). Needs the ray extra; --no-ray runs the cells here, one by one.")
+    p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
+                   help="policy (repeatable; default: every registered policy)")
+    p.add_argument("--trace", action="append", dest="traces", metavar="PATH",
+                   help="trace file (repeatable; default: the embedded default workload)")
+    p.add_argument("--cluster", action="append", dest="clusters", metavar="PATH",
+                   help="cluster spec YAML or openb node CSV (repeatable; default: the embedded 8x8 V100)")
+    p.add_argument("--seeds", default="0", help="comma-separated sampler seeds, or A-B (default 0)")
+    p.add_argument("--format", dest="fmt", default="horus", help="format of every --trace: horus, philly or openb")
+    p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
+    p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
+    p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
+    p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
+    p.add_argument("--max-jobs", type=int, help="use only the first N jobs of each trace")
+    p.add_argument("--ray-address", help="Ray cluster to use (default: find one, or start one on this machine)")
+    p.add_argument("--no-ray", action="store_true", help="run the cells in this process, one after another")
+    p.add_argument("--out", type=Path, help="results directory (default: results/sweep-<UTC time>)")
+    p.add_argument("--json", action="store_true", help="print the per-cell rows as JSON on stdout")
+    p.set_defaults(func=run_sweep_command)
+
+
+def parse_seeds(text: str) -> list[int]:
+    from horus.errors import HorusInputError
+
+    try:
+        if "-" in text and "," not in text:
+            low, high = (int(x) for x in text.split("-", 1))
+            seeds = list(range(low, high + 1))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise HorusInputError("--seeds", f"expected integers like 0,1,2 or 0-4, got {text!r}") from None
+    if not seeds:
+        raise HorusInputError("--seeds", f"no seed in {text!r}")
+    return seeds
+
+
+def run_sweep_command(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.policies.base import POLICIES
+    from horus.ray.sweep import DEFAULT, SweepSettings, aggregate, check_cells, grid, run_sweep
+    from horus.sim.commands import SUMMARY_COLUMNS, format_table
+    from horus.sim.outputs import environment, utc_timestamp, write_json, write_table
+
+    if args.max_jobs is not None and args.max_jobs < 1:
+        raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
+    load_all("horus.policies")
+    policies = args.policies or POLICIES.names()
+    traces = [str(t) for t in args.traces or [DEFAULT]]
+    clusters = [str(c) for c in args.clusters or [DEFAULT]]
+    settings = SweepSettings(fmt=args.fmt, truth=args.truth, gavel=str(args.gavel) if args.gavel else None,
+                             predictor=args.predictor,
+                             predictor_dir=str(args.predictor_dir) if args.predictor_dir else None,
+                             sampler=args.sampler, max_jobs=args.max_jobs)
+    cells = grid(policies, traces, parse_seeds(args.seeds), clusters)
+    check_cells(cells, settings)
+    log = sys.stderr if args.json else sys.stdout
+    where = "this process"
+    if not args.no_ray:
+        try:
+            import ray
+        except ImportError:
+            raise HorusInputError("horus sweep", "Ray is not installed: pip install 'horus-scheduler[ray]', "
+                                                 "or use --no-ray") from None
+        if not ray.is_initialized():
+            try:
+                ray.init(address=args.ray_address, log_to_driver=False, include_dashboard=False)
+            except Exception as exc:  # noqa: BLE001
+                raise HorusInputError("--ray-address", f"cannot connect to Ray: {exc}") from None
+        where = f"Ray ({int(ray.cluster_resources().get('CPU', 0))} CPUs)"
+    print(f"horus: sweep of {len(cells)} simulations ({len(policies)} policies x {len(traces)} traces x "
+          f"{len(cells) // max(1, len(policies) * len(traces) * len(clusters))} seeds x {len(clusters)} clusters) "
+          f"on {where}", file=log)
+    began = time.perf_counter()
+    done = [0]
+
+    def tick(row: dict) -> None:
+        done[0] += 1
+        print(f"  [{done[0]}/{len(cells)}] {row['policy']} seed {row['seed']} {Path(row['trace']).name} "
+              f"{Path(row['cluster']).name}: {row['cell_wall_s']:.1f} s", file=log, flush=True)
+
+    rows = run_sweep(cells, settings, use_ray=not args.no_ray, on_result=tick)
+    wall_s = time.perf_counter() - began
+    keys = [key for key, _, _ in SUMMARY_COLUMNS]
+    means = aggregate(rows, keys)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = args.out or Path("results") / f"sweep-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    import pandas as pd
+
+    write_table(pd.DataFrame(rows), out / "cells")
+    write_table(pd.DataFrame(means), out / "summary")
+    write_json({"created": utc_timestamp(), "versions": environment(), "command": ["horus", *sys.argv[1:]],
+                "settings": asdict(settings),
+                "cells": len(cells), "executor": where, "wall_s": wall_s}, out / "manifest.json")
+    multi = len(traces) > 1 or len(clusters) > 1
+    table = {(f"{m['policy']} | {Path(m['trace']).stem} | {Path(m['cluster']).stem}" if multi else m["policy"]): m
+             for m in means}
+    text = format_table(table)
+    (out / "table.txt").write_text(text + "\n")
+    print(text, file=log)
+    print(f"horus: means over {len(cells) // max(1, len(means))} seed(s); {len(cells)} simulations in {wall_s:.1f} s; "
+          f"cells, summary, table and manifest written to {out}", file=log)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2, default=float)
+        print()
+    return 0

@@ -1,0 +1,144 @@
+"""``horus sweep``: a grid of simulations (policy x trace x seed x cluster) fanned out over Ray.
+
+Each cell is one ``simulate`` run, built exactly as ``horus simulate`` builds it (same truth,
+predictor, sampler and seed handling), executed as one Ray task (``num_cpus=1``) anywhere in the
+cluster, or in this process with ``ray=False``. Cells are independent and seeded, so the table does
+not depend on where or in which order they ran. Trace and cluster files must be readable at the
+same path on every Ray node (a shared filesystem, or the embedded defaults).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT = "default"  # the embedded default trace / cluster
+
+
+@dataclass(frozen=True)
+class Cell:
+    policy: str
+    trace: str  # a path, or "default"
+    seed: int
+    cluster: str  # a path, or "default"
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    """What every cell shares (the ``horus simulate`` options besides policy, trace, seed, cluster)."""
+
+    fmt: str = "horus"
+    truth: str = "parametric"
+    gavel: str | None = None
+    predictor: str = "analytic"
+    predictor_dir: str | None = None
+    sampler: str = "by-size-duration"
+    max_jobs: int | None = None
+
+
+def grid(policies: Sequence[str], traces: Sequence[str], seeds: Sequence[int], clusters: Sequence[str]) -> list[Cell]:
+    return [Cell(p, t, s, c) for t, c, s, p in itertools.product(traces, clusters, seeds, policies)]
+
+
+def _resolve(name: str, default_file: str) -> Path:
+    if name == DEFAULT:
+        from horus.sim.commands import _embedded
+
+        return _embedded(default_file)
+    return Path(name)
+
+
+def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
+    """Simulate one cell; its summary (docs/metrics.md) with the cell, job and GPU counts and wall time."""
+    from horus.clusterspec import load_cluster
+    from horus.plugins import load_all
+    from horus.policies.base import POLICIES
+    from horus.sim.commands import build_predictor, build_truth
+    from horus.sim.engine import SimConfig, simulate
+    from horus.traces import load_openb_cluster, load_trace, materialize
+    from horus.traces.sampler import SAMPLERS
+
+    began = time.perf_counter()
+    cluster_path = _resolve(cell.cluster, "default_cluster.yaml")
+    cluster = load_openb_cluster(cluster_path) if cluster_path.suffix.lower() == ".csv" else load_cluster(cluster_path)
+    truth = build_truth(settings.truth, Path(settings.gavel) if settings.gavel else None, cluster)
+    predictor = build_predictor(settings.predictor, Path(settings.predictor_dir) if settings.predictor_dir else None)
+    fmt = settings.fmt if cell.trace != DEFAULT else "horus"
+    trace = load_trace(_resolve(cell.trace, "default_trace.csv"), fmt)
+    sampler = SAMPLERS.create(settings.sampler, seed=cell.seed)
+    reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
+    jobs = materialize(trace, truth, sampler, reference, seed=cell.seed)
+    if settings.max_jobs is not None:
+        jobs = jobs[: settings.max_jobs]
+    load_all("horus.policies")
+    result = simulate(jobs, cluster, POLICIES.create(cell.policy), truth, predictor, SimConfig())
+    return {**asdict(cell), "num_jobs": len(jobs), "num_gpus": cluster.num_gpus, "trace_sha256": trace.sha256,
+            **result.summary, "events": result.events_processed, "sim_wall_s": result.wall_s,
+            "cell_wall_s": time.perf_counter() - began}
+
+
+def check_cells(cells: Sequence[Cell], settings: SweepSettings) -> None:
+    """HorusInputError (one line) for an unknown policy / sampler, or a trace or cluster file that is missing."""
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.policies.base import POLICIES
+    from horus.traces.sampler import SAMPLERS
+
+    load_all("horus.policies")
+    for cell in cells:
+        if cell.policy not in POLICIES:
+            raise HorusInputError("--policy", f"unknown policy {cell.policy!r}; known: {', '.join(POLICIES.names())}")
+        for option, name in (("--trace", cell.trace), ("--cluster", cell.cluster)):
+            if name != DEFAULT and not Path(name).is_file():
+                raise HorusInputError(option, f"{name}: no such file")
+    if settings.sampler not in SAMPLERS:
+        known = ", ".join(SAMPLERS.names())
+        raise HorusInputError("--sampler", f"unknown sampler {settings.sampler!r}; known: {known}")
+
+
+def run_sweep(cells: Sequence[Cell], settings: SweepSettings, *, use_ray: bool = True,
+              on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+    """Every cell's row, in grid order. With ``use_ray`` one Ray task per cell (Ray must be initialised)."""
+    if not use_ray:
+        rows = []
+        for cell in cells:
+            rows.append(run_cell(cell, settings))
+            if on_result:
+                on_result(rows[-1])
+        return rows
+    import ray
+
+    task = ray.remote(num_cpus=1, max_retries=1)(run_cell)
+    refs = [task.remote(cell, settings) for cell in cells]
+    index = {ref: i for i, ref in enumerate(refs)}
+    rows: list[dict[str, Any] | None] = [None] * len(refs)
+    pending = list(refs)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        row = ray.get(ready[0])
+        rows[index[ready[0]]] = row
+        if on_result:
+            on_result(row)
+    return [r for r in rows if r is not None]
+
+
+def aggregate(rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Mean and standard deviation over seeds of each ``key``, per (policy, trace, cluster)."""
+    import numpy as np
+
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["policy"], row["trace"], row["cluster"]), []).append(row)
+    out = []
+    for (policy, trace, cluster), members in groups.items():
+        entry: dict[str, Any] = {"policy": policy, "trace": trace, "cluster": cluster, "seeds": len(members)}
+        for key in keys:
+            values = np.array([float(m[key]) for m in members if m.get(key) is not None], dtype=float)
+            entry[key] = float(values.mean()) if len(values) else None
+            entry[f"{key}_std"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+        out.append(entry)
+    return out
