@@ -192,6 +192,18 @@ def test_horus_serve_cli_runs_a_job_on_the_ray_cluster(cluster, tmp_path):
         log.close()
 
 
+def test_horus_serve_fails_fast_on_an_unreachable_ray_head(tmp_path):
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_USAGE_STATS_ENABLED": "0"}
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "horus.cli", "serve", "--backend", "ray", "--ray-address",
+                           f"127.0.0.1:{port}", "--state-dir", str(tmp_path / "state")],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2 and time.monotonic() - began < 30
+    assert f"horus: error: --ray-address: cannot reach a Ray head at 127.0.0.1:{port}" in done.stderr
+    assert not (tmp_path / "state").exists()  # nothing written
+
+
 def test_sweep_over_ray_gathers_the_same_table_as_running_here(cluster):
     from horus.ray.sweep import SweepSettings, grid, run_sweep
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -45,6 +46,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("horus.ray")
 
 NAMESPACE = "horus"
+
+
+def head_unreachable(address: str | None, timeout_s: float = 5.0) -> str | None:
+    """Why a ``host:port`` Ray address cannot be reached (None if it can, or for other address forms):
+    ``ray.init`` itself retries an unreachable head for minutes."""
+    if not address or address in ("auto", "local") or "://" in address:
+        return None
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except ValueError:
+        return f"expected HOST:PORT, got {address!r}"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
 
 
 @dataclass
@@ -124,6 +140,9 @@ class RayBackend:
         self.workdir = self.workdir or str(config.state_dir / "ray")
         address = config.ray_address or self.address
         if not ray.is_initialized():
+            unreachable = head_unreachable(address)
+            if unreachable:
+                raise HorusInputError("--ray-address", f"cannot reach a Ray head at {address}: {unreachable}")
             try:
                 ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, include_dashboard=False,
                          configure_logging=False)
