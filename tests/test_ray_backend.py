@@ -2,16 +2,19 @@
 
 One module-scoped cluster: a CPU-only head and nodes ``a`` and ``b`` with 2 GPUs each, declared as
 ``num_gpus`` plus per-GPU resources ``horus_gpu_<tag>_<i>``. Jobs are real processes that record
-the Ray node and ``CUDA_VISIBLE_DEVICES`` they got. Tests run in order; the last removes node ``b``.
+the Ray node and ``CUDA_VISIBLE_DEVICES`` they got. Tests run in order; the last removes a node and adds ``c``.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,14 +121,7 @@ def test_cancel_stops_the_worker_and_its_process(service):
     service.scheduler.cancel(int(job))
     wait_for(lambda: not any(w.job_id == job for w in service.backend.workers.values()), 20, "worker dropped")
 
-    def gone() -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
-
-    wait_for(gone, 10, "job process ended by SIGTERM")
+    wait_for(lambda: pid_gone(pid), 10, "job process ended by SIGTERM")
     assert service.row(job).state == "cancelled"
 
 
@@ -146,50 +142,89 @@ def test_infeasible_requests_get_a_clear_error(service):
     assert report["status"] == "exited" and report["exit_code"] is None and "GPU 7" in report["error"]
 
 
-def test_horus_serve_cli_runs_a_job_on_the_ray_cluster(cluster, tmp_path):
-    import httpx
+class Serve:
+    """A `horus serve --backend ray` subprocess on the test cluster; restartable after kill -9."""
 
-    c, _ = cluster
-    port = free_port()
-    state = tmp_path / "state"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_USAGE_STATS_ENABLED": "0"}
-    log = open(tmp_path / "serve.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "horus.cli", "serve", "--backend", "ray", "--ray-address", c.address,
-                             "--state-dir", str(state), "--port", str(port), "--heartbeat-s", "0.2",
-                             "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        url = f"http://127.0.0.1:{port}"
+    def __init__(self, address: str, tmp_path: Path) -> None:
+        self.state, self.port, self.log = tmp_path / "state", free_port(), tmp_path / "serve.log"
+        self.args = [sys.executable, "-m", "horus.cli", "serve", "--backend", "ray", "--ray-address", address,
+                     "--state-dir", str(self.state), "--port", str(self.port), "--heartbeat-s", "0.2",
+                     "--grace-s", "2", "--log-level", "warning"]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Any:
+        import httpx
+
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_USAGE_STATS_ENABLED": "0"}
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(self.args, stdout=log, stderr=subprocess.STDOUT, env=env)
 
         def up() -> bool:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-2000:]
+            assert self.proc is not None and self.proc.poll() is None, self.log.read_text()[-2000:]
             try:
-                return httpx.get(f"{url}/healthz", timeout=1).status_code == 200
+                return httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200
             except httpx.HTTPError:
                 return False
 
         wait_for(up, 60, "horus serve --backend ray answering")
-        token = (state / "token").read_text().strip()
-        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-        out = tmp_path / "out"
-        out.mkdir()
-        script = tmp_path / "job.py"
-        script.write_text("import os, sys\nopen(sys.argv[1], 'w').write(os.environ['HORUS_RAY_NODE_ID'] + ' ' + "
-                          "os.environ['CUDA_VISIBLE_DEVICES'])\n")
+        token = (self.state / "token").read_text().strip()
+        client = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
         wait_for(lambda: len(client.get("/v1/cluster").json()["gpus"]) == 4, 30, "the Ray nodes' 4 GPUs registered")
+        return client
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z"
+
+
+def test_horus_serve_cli_runs_jobs_on_the_ray_cluster_and_survives_kill_9(cluster, tmp_path):
+    from ray_helpers import JOB_SCRIPT
+
+    c, _ = cluster
+    serve = Serve(c.address, tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    script = tmp_path / "job.py"
+    script.write_text(JOB_SCRIPT)
+    try:
+        client = serve.start()
         too_big = client.post("/v1/jobs", json={"command": ["true"], "num_gpus": 9})
         assert too_big.status_code == 422 and "needs 9 GPUs; the cluster has 4" in too_big.text
-        job = client.post("/v1/jobs", json={"command": [sys.executable, str(script), str(out / "where")]}).json()
-        wait_for(lambda: client.get(f"/v1/jobs/{job['id']}").json()["state"] == "finished", 60, "CLI job finished")
-        node_id, cvd = (out / "where").read_text().split()
+        job = client.post("/v1/jobs", json={"command": [sys.executable, str(script), str(out), "60"]}).json()
+        key = str(job["id"])
+
+        def record() -> dict | None:
+            found = sorted(out.glob(f"{key}-1-*.json"))
+            return json.loads(found[0].read_text()) if found else None
+
+        first = wait_for(record, 60, "CLI job running")
         alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
-        assert node_id in alive and cvd in {"0", "1"}
+        assert first["HORUS_RAY_NODE_ID"] in alive and first["CUDA_VISIBLE_DEVICES"] in {"0", "1"}
+        for f in out.glob(f"{key}-1-*.json"):
+            f.unlink()
+        serve.stop(signal.SIGKILL)  # the server's actors die with its Ray driver, and their jobs with them
+        wait_for(lambda: pid_gone(first["pid"]), 30, "the job's process ended with its actor")
+        client = serve.start()  # the same state: the running attempt is run again where it was placed
+        second = wait_for(record, 60, "the job running again after the restart")
+        assert second["pid"] != first["pid"] and second["HORUS_AGENT"] == first["HORUS_AGENT"]
+        (out / f"release-{key}").touch()
+        wait_for(lambda: client.get(f"/v1/jobs/{key}").json()["state"] == "finished", 60, "CLI job finished")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        serve.stop()
 
 
 def test_horus_serve_fails_fast_on_an_unreachable_ray_head(tmp_path):
@@ -235,6 +270,9 @@ def test_removing_a_node_requeues_its_jobs_keeping_attained_service(service, clu
     for job in jobs:
         service.release(job)
     wait_for(lambda: all(service.row(j).state == "finished" for j in jobs), 30, "jobs finished on the survivor")
+    c.add_node(num_cpus=1, num_gpus=2, resources={f"horus_gpu_c_{i}": 1.0 for i in range(2)})  # a node joins
+    wait_for(lambda: "c" in service.backend.nodes, 30, "the new node registered")
+    assert len(service.scheduler.cluster_view()["gpus"]) == 4
 
 
 def free_port() -> int:

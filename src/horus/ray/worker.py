@@ -48,7 +48,9 @@ class JobWorker:
         self.item = Attempt(self.job_id, self.attempt, folder)
         self.node_id = ray.get_runtime_context().get_node_id()
         env = job_environment(assignment, agent, checkpoint)
-        env.update({"HORUS_PROGRESS_FILE": str(folder / "progress.jsonl"), "HORUS_RAY_NODE_ID": self.node_id})
+        progress = folder / "progress.jsonl"
+        progress.write_text("")  # the same attempt run again (after a server restart) counts from its start again
+        env.update({"HORUS_PROGRESS_FILE": str(progress), "HORUS_RAY_NODE_ID": self.node_id})
         self.launched = time.time()
         self.launch_error: int | None = None
         with open(folder / "log", "ab") as log:
