@@ -83,8 +83,7 @@ class RayService:
         self.backend.wakeup.set()
         if self.backend.thread is not None:
             self.backend.thread.join(timeout=20)
-        for worker in list(self.backend.workers.values()):
-            self.backend._drop(worker, kill=True)
+        self.backend.stop_all()
         self.store.close()
 
     def submit(self, *, num_gpus: int = 1, gpu_fraction: float | None = None, hold_s: float = 60.0,

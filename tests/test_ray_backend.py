@@ -87,6 +87,22 @@ def test_jobs_run_where_horus_placed_them_and_share_gpus(service):
     wait_for(lambda: not service.backend.workers, 20, "finished workers released")
 
 
+def test_an_ended_workers_actor_runs_the_next_identical_worker(service):
+    reused, launched = service.backend.reused, service.backend.launched
+    pids = set()
+    for _ in range(3):
+        job = service.submit(hold_s=0)
+        wait_for(lambda: service.row(job).state == "finished", 30, "short job finished")
+        (agent, index), = next(e for e in service.store.events(int(job)) if e["kind"] == "started")["placement"]
+        record = service.records(job)[0]
+        assert record["HORUS_AGENT"] == agent and record["CUDA_VISIBLE_DEVICES"] == str(index)
+        assert record["HORUS_RAY_NODE_ID"] == service.backend.nodes[agent].node_id
+        pids.add(record["pid"])
+    assert len(pids) == 3  # a fresh job process each time...
+    assert service.backend.reused > reused  # ...in an actor that had run the previous one
+    assert service.backend.launched - launched < 3
+
+
 def test_gang_across_nodes_lands_on_the_chosen_gpus(service):
     job = service.submit(num_gpus=3)
     wait_for(lambda: running(service, job, nodes=2), 60, "3-GPU gang running on 2 nodes")

@@ -1,8 +1,8 @@
 """``JobWorker``: the Ray actor that runs one worker of one job attempt on the node Horus chose.
 
 The backend creates it with ``num_gpus=0`` (Ray's own GPU ids would ignore Horus's choice), pinned
-to its node and holding the job's share of each chosen GPU's custom resource. Its constructor
-launches the job's command as a subprocess in its own process group, with the same environment a
+to its node and holding the job's share of each chosen GPU's custom resource. ``run`` launches the
+job's command as a subprocess in its own process group, with the same environment a
 local agent gives (``CUDA_VISIBLE_DEVICES`` set by Horus, ``HORUS_*``), output appended to
 ``<workdir>/jobs/<job>/<attempt>/<agent>/log`` and progress read from ``progress.jsonl`` there.
 The process is told to die with the actor (``PR_SET_PDEATHSIG``), so ``ray.kill`` or the loss of
@@ -34,48 +34,62 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 class JobWorker:
-    """One job attempt's worker on this node (see module docstring)."""
+    """Runs one job attempt's worker at a time on this node (see module docstring); the backend may hand
+    an idle one the next worker with the same node and resources instead of starting a new actor."""
 
-    def __init__(self, assignment: dict[str, Any], agent: str, workdir: str) -> None:
+    def __init__(self) -> None:
         import ray
 
-        self.job_id, self.attempt = str(assignment["job_id"]), int(assignment["attempt"])
-        root = Path(workdir).expanduser() / "jobs" / self.job_id
-        folder = root / str(self.attempt) / agent
+        self.node_id = ray.get_runtime_context().get_node_id()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.item: Attempt | None = None
+        self.launch_error: int | None = None
+        self.runs = 0
+
+    def run(self, assignment: dict[str, Any], agent: str, workdir: str) -> dict[str, Any]:
+        """Launch the worker of ``assignment`` (a desired-state entry); the previous one must have ended."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise RuntimeError(f"job {self.item.job_id if self.item else '?'} still runs in this worker")
+        job_id, attempt = str(assignment["job_id"]), int(assignment["attempt"])
+        root = Path(workdir).expanduser() / "jobs" / job_id
+        folder = root / str(attempt) / agent
         folder.mkdir(parents=True, exist_ok=True)
         checkpoint = root / "checkpoint"
         checkpoint.mkdir(parents=True, exist_ok=True)
-        self.item = Attempt(self.job_id, self.attempt, folder)
-        self.node_id = ray.get_runtime_context().get_node_id()
+        self.item = Attempt(job_id, attempt, folder)
         env = job_environment(assignment, agent, checkpoint)
         progress = folder / "progress.jsonl"
         progress.write_text("")  # the same attempt run again (after a server restart) counts from its start again
         env.update({"HORUS_PROGRESS_FILE": str(progress), "HORUS_RAY_NODE_ID": self.node_id})
-        self.launched = time.time()
-        self.launch_error: int | None = None
+        self.proc, self.launch_error = None, None
+        self.runs += 1
         with open(folder / "log", "ab") as log:
             log.write(f"[horus] {time.strftime('%Y-%m-%dT%H:%M:%S')} start on Ray node {self.node_id[:8]}: "
                       f"{assignment['command']!r}\n".encode())
             log.flush()
             try:
-                self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
+                self.proc = subprocess.Popen(
                     [str(c) for c in assignment["command"]], env={**os.environ, **env}, cwd=env.get("HORUS_CWD"),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                     preexec_fn=_die_with_parent)
             except OSError as exc:
                 log.write(f"[horus] cannot start the command: {exc}\n".encode())
-                self.proc, self.launch_error = None, 127
+                self.launch_error = 127
+        return self.where()
 
     def where(self) -> dict[str, Any]:
         """Where this worker runs (for checks and logs)."""
-        return {"node_id": self.node_id, "hostname": socket.gethostname(),
-                "pid": self.proc.pid if self.proc is not None else None, "launched": self.launched}
+        return {"node_id": self.node_id, "hostname": socket.gethostname(), "actor_pid": os.getpid(),
+                "pid": self.proc.pid if self.proc is not None else None, "runs": self.runs}
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, Any] | None:
         """The local agent's report: running with progress, or exited with its code and OOM flag."""
+        if self.item is None:
+            return None
         iterations, rate = self.item.progress()
         code = self.launch_error if self.proc is None else self.proc.poll()
-        out: dict[str, Any] = {"job_id": self.job_id, "attempt": self.attempt, "iterations": iterations, "rate": rate}
+        out: dict[str, Any] = {"job_id": self.item.job_id, "attempt": self.item.attempt, "iterations": iterations,
+                               "rate": rate}
         if code is None:
             return {**out, "status": "running"}
         return {**out, "status": "exited", "exit_code": int(code), "oom": code != 0 and self.item.ran_out_of_memory()}

@@ -15,7 +15,10 @@ and makes the node's Ray actors match the node's desired state:
   ``max_lost_runs`` the job fails with it). A worker Ray has not started within
   ``launch_timeout_s`` is lost the same way;
 * a worker no longer desired gets SIGTERM (cooperative), then after ``grace_s`` SIGKILL and
-  ``ray.kill``;
+  ``ray.kill``. An actor whose job ended by itself (or on SIGTERM) stays idle for ``idle_s`` and runs
+  the next worker with exactly the same node and resources (no new Ray worker process: that start
+  is most of the placement-to-running time); an idle actor holding a GPU resource someone else now
+  asks for is ended first;
 * reports have the local agent's fields: progress, exit code, OOM (from the job's log); a worker
   whose actor died reports an exit without status;
 * a node Ray declares dead (or that leaves the table) is lost at once: ``LiveScheduler.lose_agent``
@@ -72,7 +75,10 @@ class Worker:
     agent: str
     submitted: float
     request: dict[str, float]
+    node_id: str = ""
     actor: Any = None
+    in_gang: bool = False  # its actor sits in the attempt's placement group (never reused)
+    starting: Any = None  # ObjectRef of the run() call, until it returns
     pending: Any = None  # ObjectRef of an outstanding report() call
     report: dict[str, Any] | None = None
     running_since: float | None = None  # first report received: the actor runs and launched the job
@@ -87,6 +93,11 @@ class Worker:
     def ended(self) -> bool:
         return self.error is not None or (self.report is not None and self.report.get("status") == "exited")
 
+    def reusable(self) -> bool:
+        """Its job ended by itself (or after SIGTERM) and its actor is healthy: the actor may run another."""
+        return (self.actor is not None and not self.in_gang and self.error is None and self.report is not None
+                and self.report.get("status") == "exited")
+
     def to_report(self) -> dict[str, Any] | None:
         if self.error is not None:
             last = self.report or {}
@@ -95,13 +106,23 @@ class Worker:
         return self.report
 
 
+@dataclass
+class IdleActor:
+    """An actor whose job ended, kept for the next worker with the same node and resources."""
+
+    actor: Any
+    node_id: str
+    request: dict[str, float]
+    since: float
+
+
 @BACKENDS.register("ray")
 class RayBackend:
     """See module docstring. ``workdir``: where workers keep logs and checkpoints on each node."""
 
     def __init__(self, *, address: str | None = None, workdir: str | None = None, gpu_slots: int = 4,
                  launch_timeout_s: float = 120.0, probe_nvml: bool = True, probe_timeout_s: float = 20.0,
-                 poll_timeout_s: float = 0.2) -> None:
+                 poll_timeout_s: float = 0.2, idle_s: float = 10.0) -> None:
         if gpu_slots < 1:
             raise ValueError("gpu_slots must be >= 1")
         self.address = address
@@ -111,6 +132,9 @@ class RayBackend:
         self.probe_nvml = probe_nvml
         self.probe_timeout_s = probe_timeout_s
         self.poll_timeout_s = poll_timeout_s
+        self.idle_s = idle_s
+        self.idle: list[IdleActor] = []
+        self.reused = 0  # workers that ran in an idle actor instead of a new one
         self.gpu_type = "V100"
         self.heartbeat_s = 1.0
         self.grace_s = 10.0
@@ -197,6 +221,7 @@ class RayBackend:
             if agent not in self.nodes:
                 self.register(node)
         self.poll()
+        self._expire_idle(time.time())
         from horus.service.scheduler import UnknownAgentError
 
         for agent, node in list(self.nodes.items()):
@@ -238,9 +263,12 @@ class RayBackend:
 
     def node_gone(self, agent: str, reason: str) -> None:
         assert self.scheduler is not None
-        del self.nodes[agent]
+        node = self.nodes.pop(agent, None)
         for worker in [w for w in self.workers.values() if w.agent == agent]:
             self._drop(worker, kill=True)
+        for idle in [i for i in self.idle if node is not None and i.node_id == node.node_id]:
+            self.idle.remove(idle)
+            self._kill_actor(idle.actor)
         self.scheduler.lose_agent(agent, reason)
 
     # ---- reports ---------------------------------------------------------------------------------------------
@@ -254,19 +282,26 @@ class RayBackend:
             if w.actor is not None and w.pending is None and w.error is None:
                 w.pending = w.actor.report.remote()
         waiting = {w.pending: w for w in self.workers.values() if w.pending is not None}
+        waiting.update({w.starting: w for w in self.workers.values() if w.starting is not None})
         if not waiting:
             return
         ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=self.poll_timeout_s)
         for ref in ready:
             w = waiting[ref]
-            w.pending = None
             try:
-                w.report = ray.get(ref)
+                value = ray.get(ref)
+            except RayError as exc:
+                value = None
+                w.error = w.error or (f"the Ray actor of job {w.job_id} attempt {w.attempt} on {w.agent} failed: "
+                                      f"{type(exc).__name__}")
+            if ref == w.starting:
+                w.starting = None
+                continue
+            w.pending = None
+            if value is not None and (str(value["job_id"]), int(value["attempt"])) == (w.job_id, w.attempt):
+                w.report = value
                 if w.running_since is None:
                     w.running_since = time.time()
-            except RayError as exc:
-                w.error = f"the Ray actor of job {w.job_id} attempt {w.attempt} on {w.agent} died: " \
-                          f"{type(exc).__name__}"
         for w in waiting.values():
             if w.pending is not None and w.running_since is None and now - w.submitted > self.launch_timeout_s:
                 w.error = (f"Ray did not start job {w.job_id} attempt {w.attempt} on {w.agent} within "
@@ -324,11 +359,13 @@ class RayBackend:
         try:
             worker.request = self._request(node, [int(i) for i in a["gpu_indices"]], share)
             check_pin(table, node.node_id, worker.request, what)
+            worker.node_id = node.node_id
             options: dict[str, Any] = {"num_cpus": 0, "num_gpus": 0, "resources": worker.request, "max_restarts": 0,
                                        "max_concurrency": 1}
             agents = list(dict.fromkeys(agent for agent, _ in info["placement"]))
             pg = self._gang(job_id, attempt, agents, info, table) if len(agents) > 1 and worker.request else None
             if pg is not None:
+                worker.in_gang = True
                 options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
                     pg, placement_group_bundle_index=agents.index(node.agent))
             else:
@@ -337,9 +374,40 @@ class RayBackend:
             worker.error = str(exc)
             log.error("%s", exc)
             return worker
-        worker.actor = ray.remote(JobWorker).options(**options).remote(a, node.agent, str(self.workdir))
-        self.launched += 1
+        worker.actor = None if worker.in_gang else self._take_idle(node.node_id, worker.request)
+        if worker.actor is not None:
+            self.reused += 1
+        else:
+            worker.actor = ray.remote(JobWorker).options(**options).remote()
+            self.launched += 1
+        worker.starting = worker.actor.run.remote(a, node.agent, str(self.workdir))
         return worker
+
+    # ---- idle actors -----------------------------------------------------------------------------------------
+    def _take_idle(self, node_id: str, request: dict[str, float]) -> Any:
+        """An idle actor with exactly this node and request; else None, after ending the idle actors that hold
+        any of the requested resources (their share might keep Ray from starting the new one)."""
+        for idle in self.idle:
+            if idle.node_id == node_id and idle.request == request:
+                self.idle.remove(idle)
+                return idle.actor
+        for idle in [i for i in self.idle if i.node_id == node_id and set(i.request) & set(request)]:
+            self.idle.remove(idle)
+            self._kill_actor(idle.actor)
+        return None
+
+    def _expire_idle(self, now: float) -> None:
+        for idle in [i for i in self.idle if now - i.since > self.idle_s]:
+            self.idle.remove(idle)
+            self._kill_actor(idle.actor)
+
+    def stop_all(self) -> None:
+        """End every worker and idle actor now (their jobs with them)."""
+        for worker in list(self.workers.values()):
+            self._drop(worker, kill=True)
+        for idle in self.idle:
+            self._kill_actor(idle.actor)
+        self.idle.clear()
 
     def _gang(self, job_id: str, attempt: int, agents: list[str], info: dict[str, Any],
               table: dict[str, RayNode]) -> Any:
@@ -382,14 +450,25 @@ class RayBackend:
         ref = self._signal(w, signal.SIGKILL)
         if w.running_since is not None:
             ray.wait([ref], timeout=1.0)
-        try:
-            ray.kill(w.actor, no_restart=True)
-        except Exception:  # noqa: BLE001 - already dead
-            pass
+        self._kill_actor(w.actor)
         w.actor = None
 
+    @staticmethod
+    def _kill_actor(actor: Any) -> None:
+        import ray
+
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - already dead
+            pass
+
     def _drop(self, w: Worker, *, kill: bool) -> None:
-        if kill:
+        """Forget a worker; its actor goes idle for reuse when its job ended cleanly, else it is ended."""
+        if w.reusable() and self.idle_s > 0:
+            self._signal(w, signal.SIGKILL)  # anything the job left in its process group
+            self.idle.append(IdleActor(w.actor, w.node_id, dict(w.request), time.time()))
+            w.actor = None
+        elif kill:
             self._kill(w)
         self.workers.pop(w.key, None)
         gang = (w.job_id, w.attempt)
