@@ -10,6 +10,8 @@ processes (tests/ray_helpers.py ``JOB_SCRIPT``) that record when they started.
   first line. Also submit-to-running.
 * throughput: ``--jobs`` quarter-GPU jobs that exit at once, submitted together; jobs/s = jobs /
   (last finish - first submit), with placement-to-running latency under that load.
+Both phases run twice: with a new actor per worker (``idle_s=0``) and with idle actors reused
+(the default). The throughput jobs outnumber the cluster's 4 x GPUs slots when ``--jobs`` > 4 x GPUs.
 * raw Ray, for scale: as many empty actors, pinned and sized the same way, created at once and
   waited for (no Horus involved): actors/s, the bound a one-actor-per-worker backend has here.
 
@@ -76,12 +78,40 @@ def raw_actor_rate(nodes: list, count: int) -> dict[str, float]:
     return {"actors": count, "wall_s": wall, "actors_per_s": count / wall}
 
 
+def measure(svc, args, wait_for) -> dict[str, object]:
+    """Latency on an idle cluster (jobs one at a time), then jobs/s with ``args.jobs`` submitted together."""
+    launched, reused = svc.backend.launched, svc.backend.reused
+    lat, sub = [], []
+    for _ in range(args.latency_jobs):
+        job = svc.submit(hold_s=60)
+        wait_for(lambda: svc.records(job), 60, "job running")
+        a, b = placement_to_running(svc, job)
+        lat.append(a)
+        sub.append(b)
+        svc.release(job)
+        wait_for(lambda: svc.row(job).state == "finished", 60, "job finished")
+    wait_for(lambda: not svc.backend.workers, 30, "idle")
+    t0 = time.time()
+    jobs = [svc.submit(gpu_fraction=0.25, hold_s=0) for _ in range(args.jobs)]
+    wait_for(lambda: all(svc.row(j).state in ("finished", "failed") for j in jobs), 600, "all jobs ended")
+    last_end = max(svc.row(j).ended for j in jobs)
+    states = [svc.row(j).state for j in jobs]
+    loaded = [placement_to_running(svc, j)[0] for j in jobs]
+    wait_for(lambda: not svc.backend.workers, 30, "idle")
+    return {
+        "idle_cluster": {"placement_to_running": quantiles(lat), "submit_to_running": quantiles(sub)},
+        "throughput": {"jobs": args.jobs, "finished": states.count("finished"), "wall_s": last_end - t0,
+                       "jobs_per_s": args.jobs / (last_end - t0), "placement_to_running_under_load": quantiles(loaded)},
+        "actors_started": svc.backend.launched - launched, "actors_reused": svc.backend.reused - reused,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2)
     parser.add_argument("--gpus", type=int, default=4, help="fake GPUs per node")
     parser.add_argument("--latency-jobs", type=int, default=10)
-    parser.add_argument("--jobs", type=int, default=64)
+    parser.add_argument("--jobs", type=int, default=64, help="short quarter-GPU jobs for the throughput phase")
     parser.add_argument("--heartbeat-s", type=float, default=0.2)
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args(argv)
@@ -105,32 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with RayService(Path(tempfile.mkdtemp(prefix="horus-ray-bench-")), heartbeat_s=args.heartbeat_s) as svc:
             wait_for(lambda: len(svc.backend.nodes) == args.nodes, 60, "nodes registered")
-            lat, sub = [], []
-            for _ in range(args.latency_jobs):
-                job = svc.submit(hold_s=60)
-                wait_for(lambda: svc.records(job), 60, "job running")
-                a, b = placement_to_running(svc, job)
-                lat.append(a)
-                sub.append(b)
-                svc.release(job)
-                wait_for(lambda: svc.row(job).state == "finished", 60, "job finished")
-            wait_for(lambda: not svc.backend.workers, 30, "idle")
-
-            t0 = time.time()
-            jobs = [svc.submit(gpu_fraction=0.25, hold_s=0) for _ in range(args.jobs)]
-            wait_for(lambda: all(svc.row(j).state in ("finished", "failed") for j in jobs), 600, "all jobs ended")
-            last_end = max(svc.row(j).ended for j in jobs)
-            states = [svc.row(j).state for j in jobs]
-            loaded = [placement_to_running(svc, j)[0] for j in jobs]
-            raw = raw_actor_rate(list(svc.backend.nodes.values()), args.jobs)
-            result = {
-                "idle_cluster": {"placement_to_running": quantiles(lat), "submit_to_running": quantiles(sub)},
-                "throughput": {"jobs": args.jobs, "finished": states.count("finished"),
-                               "wall_s": last_end - t0, "jobs_per_s": args.jobs / (last_end - t0),
-                               "placement_to_running_under_load": quantiles(loaded)},
-                "raw_ray_empty_actors": raw,
-                "actors_launched": svc.backend.launched,
-            }
+            for mode, idle_s in (("new_actor_per_worker", 0.0), ("idle_actors_reused", 10.0)):
+                svc.backend.stop_all()
+                svc.backend.idle_s = idle_s
+                result[mode] = measure(svc, args, wait_for)
+            svc.backend.stop_all()
+            result["raw_ray_empty_actors"] = raw_actor_rate(list(svc.backend.nodes.values()), args.jobs)
     finally:
         ray.shutdown()
         cluster.shutdown()

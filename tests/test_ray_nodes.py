@@ -55,3 +55,23 @@ def test_check_pin_names_what_ray_could_never_satisfy():
         check_pin(table, "a" * 56, {"horus_gpu_a_0": 2.0}, "job 1")
     with pytest.raises(InfeasiblePinError, match="Ray node bbbbbbbb is not alive"):
         check_pin(table, "b" * 56, {}, "job 1")
+
+
+def test_backend_reports_like_the_local_agent_with_gpu_telemetry_gathered_per_node():
+    from horus.service.backends.ray import RayBackend, Worker
+
+    backend = RayBackend()
+    running = Worker("1", 2, "a", 0.0, {}, report={"job_id": "1", "attempt": 2, "status": "running", "iterations": 5.0,
+                                                   "rate": 1.0, "gpu_mem_mib": 900.0,
+                                                   "gpus": [{"index": 0, "util": 0.5, "mem_mib": 900.0}]})
+    failed = Worker("3", 1, "a", 0.0, {}, error="Ray did not start job 3 attempt 1 on a within 120 s")
+    stopping = Worker("4", 1, "a", 0.0, {}, report={"job_id": "4", "attempt": 1, "status": "running"}, stop_deadline=9.0)
+    elsewhere = Worker("5", 1, "b", 0.0, {}, report={"job_id": "5", "attempt": 1, "status": "running"})
+    backend.workers = {w.key: w for w in (running, failed, stopping, elsewhere)}
+    reports, telemetry = backend.reports_of("a")
+    assert telemetry == [{"index": 0, "util": 0.5, "mem_mib": 900.0}]
+    assert [r["job_id"] for r in reports] == ["1", "3"]  # a worker being stopped reports nothing (as locally)
+    assert "gpus" not in reports[0] and reports[0]["gpu_mem_mib"] == 900.0
+    assert reports[1] == {"job_id": "3", "attempt": 1, "status": "exited", "exit_code": None, "oom": False,
+                          "error": failed.error, "iterations": None, "rate": None}
+    assert "gpus" in running.report  # the worker's own record is left as it was

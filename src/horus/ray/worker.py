@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from horus.agent.agent import job_environment
+from horus.agent.gpus import Telemetry
 from horus.agent.processes import Attempt
 
 PR_SET_PDEATHSIG = 1
@@ -45,9 +46,13 @@ class JobWorker:
         self.item: Attempt | None = None
         self.launch_error: int | None = None
         self.runs = 0
+        self.telemetry: Telemetry | None = None
+        self._sample: tuple[float, list[dict[str, float]], float | None] = (0.0, [], None)
 
-    def run(self, assignment: dict[str, Any], agent: str, workdir: str) -> dict[str, Any]:
-        """Launch the worker of ``assignment`` (a desired-state entry); the previous one must have ended."""
+    def run(self, assignment: dict[str, Any], agent: str, workdir: str,
+            nvml_indices: list[int] | None = None) -> dict[str, Any]:
+        """Launch the worker of ``assignment`` (a desired-state entry); the previous one must have ended.
+        ``nvml_indices``: its GPUs' NVML indices where the node has NVML (for telemetry)."""
         if self.proc is not None and self.proc.poll() is None:
             raise RuntimeError(f"job {self.item.job_id if self.item else '?'} still runs in this worker")
         job_id, attempt = str(assignment["job_id"]), int(assignment["attempt"])
@@ -63,6 +68,8 @@ class JobWorker:
         env.update({"HORUS_PROGRESS_FILE": str(progress), "HORUS_RAY_NODE_ID": self.node_id})
         self.proc, self.launch_error = None, None
         self.runs += 1
+        self.telemetry = Telemetry([{"index": i} for i in nvml_indices]) if nvml_indices else None
+        self._sample = (0.0, [], None)
         with open(folder / "log", "ab") as log:
             log.write(f"[horus] {time.strftime('%Y-%m-%dT%H:%M:%S')} start on Ray node {self.node_id[:8]}: "
                       f"{assignment['command']!r}\n".encode())
@@ -91,8 +98,20 @@ class JobWorker:
         out: dict[str, Any] = {"job_id": self.item.job_id, "attempt": self.item.attempt, "iterations": iterations,
                                "rate": rate}
         if code is None:
-            return {**out, "status": "running"}
+            gpus, mem = self._telemetry()
+            return {**out, "status": "running", "gpus": gpus, **({"gpu_mem_mib": mem} if mem is not None else {})}
         return {**out, "status": "exited", "exit_code": int(code), "oom": code != 0 and self.item.ran_out_of_memory()}
+
+    def _telemetry(self) -> tuple[list[dict[str, float]], float | None]:
+        """Per-GPU utilization and memory of the job's GPUs, and the job's own memory (NVML; 1 Hz at most)."""
+        if self.telemetry is None or self.proc is None or self.item is None:
+            return [], None
+        now = time.time()
+        if now - self._sample[0] >= 1.0:
+            key = (self.item.job_id, self.item.attempt)
+            per_gpu, per_job = self.telemetry.sample({self.proc.pid: key})
+            self._sample = (now, per_gpu, per_job.get(key))
+        return self._sample[1], self._sample[2]
 
     def signal(self, sig: int) -> bool:
         """Send ``sig`` to the job's process group; False when nothing of it is left."""

@@ -225,14 +225,28 @@ class RayBackend:
         from horus.service.scheduler import UnknownAgentError
 
         for agent, node in list(self.nodes.items()):
-            reports = [r for w in self.workers.values() if w.agent == agent and w.stop_deadline is None
-                       for r in [w.to_report()] if r is not None]
+            reports, telemetry = self.reports_of(agent)
             try:
-                desired = self.scheduler.heartbeat(agent, reports, [])
+                desired = self.scheduler.heartbeat(agent, reports, telemetry)
             except UnknownAgentError:  # the scheduler expired it (this loop stalled past the lease)
                 self.register(node)
                 continue
             self.reconcile(node, desired, table)
+
+    def reports_of(self, agent: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The agent's reports (as the local agent sends them) and per-GPU telemetry gathered from its workers."""
+        reports, per_gpu = [], {}
+        for w in self.workers.values():
+            if w.agent != agent or w.stop_deadline is not None:
+                continue
+            report = w.to_report()
+            if report is None:
+                continue
+            report = dict(report)
+            for sample in report.pop("gpus", None) or []:
+                per_gpu[int(sample["index"])] = sample
+            reports.append(report)
+        return reports, list(per_gpu.values())
 
     # ---- nodes -----------------------------------------------------------------------------------------------
     def register(self, node: RayNode) -> None:
@@ -327,6 +341,10 @@ class RayBackend:
             if (job_id, attempt, node.agent) not in self.workers:
                 self.launch(node, assignment, table)
 
+    @staticmethod
+    def _gpu(node: RayNode, index: int) -> dict[str, Any]:
+        return next((d for d in node.gpus if int(d["index"]) == index), {})
+
     def _request(self, node: RayNode, indices: list[int], share: float) -> dict[str, float]:
         by_index = {int(d["index"]): d for d in node.gpus}
         out = {}
@@ -380,7 +398,8 @@ class RayBackend:
         else:
             worker.actor = ray.remote(JobWorker).options(**options).remote()
             self.launched += 1
-        worker.starting = worker.actor.run.remote(a, node.agent, str(self.workdir))
+        nvml = [int(i) for i in a["gpu_indices"] if not self._gpu(node, int(i)).get("declared")]
+        worker.starting = worker.actor.run.remote(a, node.agent, str(self.workdir), nvml or None)
         return worker
 
     # ---- idle actors -----------------------------------------------------------------------------------------
