@@ -53,6 +53,9 @@ def test_check_pin_names_what_ray_could_never_satisfy():
         check_pin(table, "a" * 56, {"horus_gpu_a_5": 0.25}, "job 1")
     with pytest.raises(InfeasiblePinError, match="asks 2 of 'horus_gpu_a_0'"):
         check_pin(table, "a" * 56, {"horus_gpu_a_0": 2.0}, "job 1")
+    with pytest.raises(InfeasiblePinError, match=r"'horus_gpu_a_1' .* would be over-committed \(0.875 held \+ 0.25"):
+        check_pin(table, "a" * 56, {"horus_gpu_a_1": 0.25}, "job 2", in_use={"horus_gpu_a_1": 0.875})
+    check_pin(table, "a" * 56, {"horus_gpu_a_1": 0.25}, "job 2", in_use={"horus_gpu_a_1": 0.75})  # exactly full
     with pytest.raises(InfeasiblePinError, match="Ray node bbbbbbbb is not alive"):
         check_pin(table, "b" * 56, {}, "job 1")
 

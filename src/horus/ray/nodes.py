@@ -106,9 +106,10 @@ def describe_gpus(node: RayNode, gpu_type: str, nvml: list[dict[str, Any]] | Non
              "declared": True, "resource": node.resource_of(i)} for i in node.gpu_indices]
 
 
-def check_pin(table: Mapping[str, RayNode], node_id: str, request: Mapping[str, float], what: str) -> None:
+def check_pin(table: Mapping[str, RayNode], node_id: str, request: Mapping[str, float], what: str,
+              in_use: Mapping[str, float] | None = None) -> None:
     """InfeasiblePinError (one line) unless node ``node_id`` is alive and each resource in ``request``
-    exists there with at least the requested capacity."""
+    exists there with at least the requested capacity, beyond what ``in_use`` (held by other workers) takes."""
     node = next((n for n in table.values() if n.node_id == node_id), None)
     if node is None or not node.alive:
         raise InfeasiblePinError(f"{what}: Ray node {node_id[:8]} is not alive in Ray's node table")
@@ -121,3 +122,8 @@ def check_pin(table: Mapping[str, RayNode], node_id: str, request: Mapping[str, 
         if amount > total + EPS:
             raise InfeasiblePinError(f"{what}: asks {amount:g} of {name!r} on Ray node {node_id[:8]} "
                                      f"({node.agent}), which has {total:g}")
+        held = (in_use or {}).get(name, 0.0)
+        if held + amount > total + EPS:
+            raise InfeasiblePinError(f"{what}: {name!r} on Ray node {node_id[:8]} ({node.agent}) would be "
+                                     f"over-committed ({held:g} held + {amount:g} asked > {total:g}): more workers "
+                                     f"on one GPU than the backend's gpu_slots")

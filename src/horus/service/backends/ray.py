@@ -341,6 +341,16 @@ class RayBackend:
             if (job_id, attempt, node.agent) not in self.workers:
                 self.launch(node, assignment, table)
 
+    def _held(self, node_id: str, new: Worker) -> dict[str, float]:
+        """GPU resources of the node held by its other active workers (not those being stopped: they are
+        going, and Ray starts the new worker once they are gone)."""
+        held: dict[str, float] = {}
+        for w in self.workers.values():
+            if w is not new and w.node_id == node_id and w.stop_deadline is None and w.error is None:
+                for name, amount in w.request.items():
+                    held[name] = held.get(name, 0.0) + amount
+        return held
+
     @staticmethod
     def _gpu(node: RayNode, index: int) -> dict[str, Any]:
         return next((d for d in node.gpus if int(d["index"]) == index), {})
@@ -376,7 +386,7 @@ class RayBackend:
         share = float(info["share"])
         try:
             worker.request = self._request(node, [int(i) for i in a["gpu_indices"]], share)
-            check_pin(table, node.node_id, worker.request, what)
+            check_pin(table, node.node_id, worker.request, what, self._held(node.node_id, worker))
             worker.node_id = node.node_id
             options: dict[str, Any] = {"num_cpus": 0, "num_gpus": 0, "resources": worker.request, "max_restarts": 0,
                                        "max_concurrency": 1}
