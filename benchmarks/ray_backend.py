@@ -35,6 +35,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 RESULT = ROOT / "benchmarks" / "results" / "ray_backend.json"
 
 
+def git_commit() -> str:
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
+
+
 def quantiles(values: list[float]) -> dict[str, float]:
     values = sorted(values)
     if not values:
@@ -147,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "benchmark": "ray_backend",
         "command": [sys.executable, *sys.argv],
+        "git_commit": git_commit(),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
                     "ray": ray.__version__, "loadavg_1m_before": load_before[0],
