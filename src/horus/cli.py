@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "horus.profiling.commands",
     "horus.colocation.commands",
     "horus.interference.commands",
+    "horus.k8s.commands",
 )
 
 
