@@ -128,6 +128,8 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0) -> PodJobSpec:
     if model is None:
         model, batch = OPAQUE_MODEL, 0
     else:
+        if not isinstance(model, str) or not model:
+            raise PodError(f"{where} annotation {MODEL}: expected a model name, got {model!r}"[:200])
         catalog = load_catalog()
         if model not in catalog:
             raise PodError(f"{where} annotation {MODEL}: unknown model {model!r} (known: {len(catalog)} "
