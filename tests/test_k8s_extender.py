@@ -221,3 +221,37 @@ def test_state_endpoint_is_json() -> None:
         assert body["policy"] == "horus" and body["gpus"] == 1
         assert httpx.get(url + "/healthz").status_code == 200
         json.dumps(body)
+
+
+def test_horus_iasp_decides_on_pods_without_a_model() -> None:
+    """The policy path with an opaque pod small enough to share: the interference estimator falls back to
+    the extender's predictor, and the verbs answer normally."""
+    opaque = gpu_pod("o", model=None, gpucores=20, gpumem=1000)
+    busy = gpu_pod("r", node="n1", phase="Running", annotations={"horus.io/gpu-ids": "0"})
+    with running([gpu_node("n1", 2)], [opaque, busy], policy="horus-iasp") as (url, _, _):
+        body = httpx.post(url + "/filter", json=args_for(opaque, ["n1"])).json()
+        assert body["NodeNames"] == ["n1"] and body["Error"] == ""
+        assert httpx.post(url + "/bind", json=bind_args(opaque, "n1")).json() == {"Error": ""}
+
+
+def test_policy_input_errors_become_verb_errors_not_500() -> None:
+    from horus.errors import HorusInputError
+    from horus.policies.base import POLICIES, Policy
+
+    class Refuses(Policy):
+        name = "test-refuses"
+
+        def schedule(self, state: Any) -> list[Any]:
+            raise HorusInputError("model", "this policy knows no such job type")
+
+    POLICIES.register("test-refuses")(Refuses)
+    try:
+        pod = gpu_pod("p")
+        with running([gpu_node("n1", 1)], [pod], policy="test-refuses") as (url, _, _):
+            body = httpx.post(url + "/filter", json=args_for(pod, ["n1"])).json()
+            assert body["NodeNames"] == [] and body["Error"].startswith("Horus policy 'test-refuses': model: ")
+            r = httpx.post(url + "/prioritize", json=args_for(pod, ["n1"]))
+            assert r.status_code == 400 and "no such job type" in r.json()["Error"]
+            assert "no such job type" in httpx.post(url + "/bind", json=bind_args(pod, "n1")).json()["Error"]
+    finally:
+        POLICIES.unregister("test-refuses")

@@ -72,7 +72,8 @@ def test_pod_requests_sum_over_containers() -> None:
     spec = pod_job_spec(pod)
     assert spec.num_gpus == 3 and spec.container_gpus == (1, 2, 0)
     assert spec.gpumem_mib == 3000 and spec.gpucores == 25 and spec.gpu_fraction is None
-    assert "mem3000" in spec.job_type  # declared limits change the belief, hence the job type
+    assert spec.job_type == "resnet50/b64"  # what predictors and interference models key on
+    assert spec.belief_key == "resnet50/b64/mem3000/cores25"  # declared limits change the belief
     one = pod_job_spec(gpu_pod("q", gpucores=25))
     assert one.gpu_fraction == 0.25
     assert pod_job_spec(gpu_pod("r", gpus=0)).num_gpus == 0
@@ -184,3 +185,12 @@ def test_horus_whole_cluster_choice_scores_10_on_mixed_node_sizes() -> None:
     whole = decider.ask(model, spec)
     node = model.cluster.nodes[model.cluster.gpus[whole[0]].node].name
     assert scores(decider.evaluate(model, spec, ["small", "big"]))[node] == 10
+
+
+def test_declared_limits_change_the_belief_within_one_state() -> None:
+    """Same model and batch, different declared gpumem/gpucores: two different predictions in one state."""
+    pods = [gpu_pod("a", node="n1", gpumem=3000, annotations={"horus.io/gpu-ids": "0"}, phase="Running"),
+            gpu_pod("b", node="n1", gpumem=7000, gpucores=10, annotations={"horus.io/gpu-ids": "1"}, phase="Running")]
+    load = ClusterModel([gpu_node("n1", 2)], pods, PREDICTOR).load_by_node()["n1"]
+    assert load["pred_mem_mib"] == [3000.0, 7000.0]
+    assert load["pred_util"][1] == pytest.approx(0.10) and load["pred_util"][0] > 0.10

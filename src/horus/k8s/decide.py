@@ -124,7 +124,8 @@ class Decider:
 
     def _all_nodes(self, model: ClusterModel, spec: JobSpec) -> dict[str, NodeChoice]:
         """Placement path over every usable node at once (cached per pod job type and model version)."""
-        key = (model.generation, model.version, spec.job_type, spec.num_gpus, spec.gpu_type_request, spec.gpu_fraction)
+        key = (model.generation, model.version, getattr(spec, "belief_key", spec.job_type), spec.num_gpus,
+               spec.gpu_type_request, spec.gpu_fraction)
         if key == self._cache_key:
             return self._cache
         placement = self.placement

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from horus.errors import HorusInputError
 from horus.jobs import JobSpec
 from horus.k8s.api import KubeAPI, KubeAPIError
 from horus.k8s.decide import Decider, PreemptionUnsupported, scores
@@ -88,15 +89,18 @@ class Extender:
             return filter_result(args, args.node_names, {}, {})
         if args.nodes is not None:
             self.store.upsert_nodes(args.nodes)
-        with self.store.lock:
-            choices = self.decider.evaluate(self.store.model, spec, args.node_names)
+        try:
+            with self.store.lock:
+                choices = self.decider.evaluate(self.store.model, spec, args.node_names)
+        except HorusInputError as exc:  # e.g. a policy whose interference model does not know the pod's model
+            return filter_result(args, [], {}, {}, error=f"Horus policy {self.decider.policy_name!r}: {exc}")
         passed = [n for n in args.node_names if choices[n].gpus is not None]
         failed = {n: c.reason for n, c in choices.items() if c.gpus is None and not c.unresolvable}
         unresolvable = {n: c.reason for n, c in choices.items() if c.gpus is None and c.unresolvable}
         return filter_result(args, passed, failed, unresolvable)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
-        """Raises PodError for a pod Horus cannot read (the server answers 400)."""
+        """Raises PodError / HorusInputError for a pod Horus cannot read or decide on (the server answers 400)."""
         self.counts["prioritize"] += 1
         spec = pod_job_spec(args.pod, self.clock())
         if spec.num_gpus == 0:
@@ -147,7 +151,7 @@ class Extender:
                     return (f"Horus policy {self.decider.policy_name!r}: pod {args.pod_namespace}/{args.pod_name} "
                             f"no longer fits on {args.node} (its load changed since filter); it will be retried")
             return ""
-        except (KubeAPIError, PodError) as exc:
+        except (KubeAPIError, PodError, HorusInputError) as exc:
             return str(exc)
         except PreemptionUnsupported:
             return (f"Horus policy {self.decider.policy_name!r} wanted to preempt a running pod on {args.node}; "

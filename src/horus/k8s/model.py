@@ -18,7 +18,9 @@ import numpy as np
 from horus.cluster import Cluster, Node
 from horus.k8s.nodes import NodeGPUs, node_gpus
 from horus.k8s.resources import PodError, decided_gpus, pod_job_id, pod_job_spec, pod_key
-from horus.predict.base import Predictor
+from horus.cluster import GPUType
+from horus.jobs import JobSpec
+from horus.predict.base import Prediction, Predictor
 from horus.state import SchedulerState
 
 DONE_PHASES = frozenset({"Succeeded", "Failed"})
@@ -30,6 +32,17 @@ def is_placed(pod: dict[str, Any]) -> bool:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     return bool(isinstance(spec, dict) and spec.get("nodeName")) and (status or {}).get("phase") not in DONE_PHASES
+
+
+class PodState(SchedulerState):
+    """``SchedulerState`` whose prediction cache also keys on a pod's declared limits (``belief_key``)."""
+
+    def predict(self, spec: JobSpec, gpu_type: GPUType) -> Prediction:
+        key = (getattr(spec, "belief_key", spec.job_type), gpu_type.name)
+        pred = self._pred_cache.get(key)
+        if pred is None:
+            pred = self._pred_cache[key] = self.predictor.predict(spec, gpu_type)
+        return pred
 
 
 class ClusterModel:
@@ -46,7 +59,7 @@ class ClusterModel:
         sizes = np.array([info.num_gpus for info in usable], dtype=np.int64)
         self.first_gpu = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(usable) else sizes
         self.predictor = predictor
-        self.state = SchedulerState(self.cluster, predictor)
+        self.state = PodState(self.cluster, predictor)
         self.now = now
         self.pods: dict[str, dict[str, Any]] = {}  # job id -> placed pod counted in the load
         self.by_node: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in self.node_index}

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from horus.catalog import load_catalog
-from horus.jobs import JobSpec, job_type_key
+from horus.jobs import JobSpec
 
 GPU = "nvidia.com/gpu"
 GPUMEM = "nvidia.com/gpumem"
@@ -51,18 +51,18 @@ def pod_job_id(pod: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class PodJobSpec(JobSpec):
-    """A ``JobSpec`` with the pod's declared per-GPU limits (part of its job type: they change the belief)."""
+    """A ``JobSpec`` with the pod's declared per-GPU limits. ``job_type`` stays ``<model>/b<batch>`` (what
+    predictors and interference models key on); ``belief_key`` adds the limits, which change the belief."""
 
     gpumem_mib: int | None = None
     gpucores: int | None = None
     container_gpus: tuple[int, ...] = ()  # GPUs per container, in spec order (for HAMi's annotation)
 
     @cached_property
-    def job_type(self) -> str:
-        base = job_type_key(self.model, self.batch_size)
+    def belief_key(self) -> str:
         if self.gpumem_mib is None and self.gpucores is None:
-            return base
-        return f"{base}/mem{self.gpumem_mib}/cores{self.gpucores}"
+            return self.job_type
+        return f"{self.job_type}/mem{self.gpumem_mib}/cores{self.gpucores}"
 
 
 def _count(value: Any, where: str) -> int:

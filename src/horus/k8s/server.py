@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from horus.errors import HorusInputError
 from horus.k8s.extender import Extender
 from horus.k8s.protocol import ProtocolError, parse_binding_args, parse_extender_args
 from horus.k8s.resources import PodError
@@ -56,7 +57,7 @@ def create_app(extender: Extender, prefix: str = "") -> FastAPI:
             if verb == "filter":
                 return _reply(extender.filter(args))
             return _reply(extender.prioritize(args))
-        except (ProtocolError, PodError) as exc:
+        except (ProtocolError, PodError, HorusInputError) as exc:
             return _reply({"Error": f"{verb}: {exc}"}, 400)
         except Exception as exc:  # a bug: answer, log, keep serving
             log.exception("%s failed", verb)
