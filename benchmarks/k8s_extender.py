@@ -16,6 +16,7 @@ the listing (what a restart costs), binds through the stub API, and the policy p
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import platform
@@ -137,13 +138,19 @@ def run_scale(n_nodes: int, requests: int, seed: int) -> dict[str, Any]:
     # in process: the verbs without HTTP (parse + decide + answer)
     extender = Extender(store, Decider("horus"), None)
     local: list[float] = []
+    local_cpu: list[float] = []
     for pod in pending[:requests]:
         body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         result = extender.filter(parse_extender_args(json.loads(body)))
-        extender.prioritize(parse_extender_args({"Pod": pod, "Nodes": None, "NodeNames": result["NodeNames"]}))
+        body2 = json.dumps(result)
+        ranked = extender.prioritize(parse_extender_args({"Pod": pod, "Nodes": None, "NodeNames": result["NodeNames"]}))
+        body2 = json.dumps(ranked)
         local.append((time.perf_counter() - t0) * 1e3)
+        local_cpu.append((time.thread_time() - c0) * 1e3)
+    del body2
     out["in_process_filter_plus_prioritize"] = percentiles(local)
+    out["in_process_filter_plus_prioritize_cpu"] = percentiles(local_cpu)
 
     with StubAPIServer(nodes, running + pending[requests:]) as stub:
         port = free_port()
@@ -165,17 +172,23 @@ def run_scale(n_nodes: int, requests: int, seed: int) -> dict[str, Any]:
                         raise RuntimeError("extender exited")
                 out["process_start_to_ready_s"] = round(time.perf_counter() - t0, 2)
                 filt, prio, total, passed = [], [], [], []
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)  # one keep-alive connection
+                headers = {"Content-Type": "application/json"}
                 for i, pod in enumerate(pending[:requests]):
                     body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
                     t0 = time.perf_counter()
-                    r = client.post(base + "/filter", content=body, headers={"Content-Type": "application/json"})
+                    conn.request("POST", "/filter", body, headers)
+                    r = conn.getresponse()
+                    data = r.read()
                     t1 = time.perf_counter()
-                    ok = r.json()["NodeNames"]
+                    ok = json.loads(data)["NodeNames"]
                     body2 = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": ok})
                     t2 = time.perf_counter()
-                    r2 = client.post(base + "/prioritize", content=body2, headers={"Content-Type": "application/json"})
+                    conn.request("POST", "/prioritize", body2, headers)
+                    r2 = conn.getresponse()
+                    r2.read()
                     t3 = time.perf_counter()
-                    assert r.status_code == 200 and r2.status_code == 200
+                    assert r.status == 200 and r2.status == 200
                     if i >= 20 or requests <= 40:  # the first 20 warm the server up
                         filt.append((t1 - t0) * 1e3)
                         prio.append((t3 - t2) * 1e3)
@@ -185,6 +198,7 @@ def run_scale(n_nodes: int, requests: int, seed: int) -> dict[str, Any]:
                 out["http_prioritize"] = percentiles(prio)
                 out["http_filter_plus_prioritize"] = percentiles(total)
                 out["nodes_passing_filter_median"] = statistics.median(passed)
+                conn.close()
                 # binds: the pending pods the stub holds, each on the node Horus ranks first
                 binds = []
                 for pod in pending[requests:]:
@@ -226,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
 
     scales = []
     for n in args.nodes:
+        load_before = [round(x, 2) for x in os.getloadavg()]
         scales.append(run_scale(n, args.requests, args.seed))
+        scales[-1]["load_average_1_5_15_before"] = load_before
         s = scales[-1]
         print(f"{n} nodes: filter+prioritize p50 {s['http_filter_plus_prioritize']['p50_ms']} ms, "
               f"p99 {s['http_filter_plus_prioritize']['p99_ms']} ms over HTTP "
@@ -242,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                  "met": (at_goal[0]["http_filter_plus_prioritize"]["p99_ms"] <= GOAL_P99_MS) if at_goal else None},
         "versions": environment(),
         "machine": {"cpus": os.cpu_count(), "processor": platform.processor(),
+                    "load_average_1_5_15_at_end": [round(x, 2) for x in os.getloadavg()],
                     "note": "shared development machine (2 cores, other workers running): figures include noise"},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -45,6 +45,98 @@ class NodeChoice:
     unresolvable: bool = False  # preempting pods on the node would not help (too few GPUs, wrong type)
 
 
+OK, UNKNOWN, PROBLEM, TOO_FEW, WRONG_TYPE, NO_FIT = range(6)  # per-node verdict codes
+UNRESOLVABLE = (PROBLEM, TOO_FEW, WRONG_TYPE)  # preempting pods on the node would not help
+COST_PER_POINT = 0.1  # one score point per 0.1 of cost per worker (about 10 % predicted utilization)
+
+
+class _NodeTable:
+    """Per-model arrays over all its nodes (usable or not), rebuilt only when the node set changes."""
+
+    def __init__(self, model: ClusterModel) -> None:
+        names = list(model.nodes)
+        self.row_of = {name: i for i, name in enumerate(names)}
+        self.usable = np.array([model.node_index.get(n, -1) for n in names], dtype=np.int64)
+        self.num_gpus = np.array([model.nodes[n].num_gpus for n in names], dtype=np.int64)
+        self.type_name = np.array([(model.nodes[n].gpu_type.name if model.nodes[n].gpu_type else "") for n in names],
+                                  dtype=object)
+        self.problem = [model.nodes[n].problem for n in names]
+        self._rows: dict[tuple[str, ...], np.ndarray] = {}
+
+    def rows(self, names: list[str]) -> np.ndarray:
+        """Row of each name (-1: unknown); kube-scheduler resends the same lists, so recent ones are kept."""
+        key = tuple(names)
+        found = self._rows.get(key)
+        if found is None:
+            if len(self._rows) >= 8:
+                self._rows.clear()
+            found = self._rows[key] = np.fromiter((self.row_of.get(n, -1) for n in names), dtype=np.int64,
+                                                  count=len(names))
+        return found
+
+
+class Verdicts:
+    """The policy's answer for each requested node, as arrays aligned with ``names``."""
+
+    def __init__(self, names: list[str], code: np.ndarray, cost: np.ndarray, gpus: np.ndarray, rows: np.ndarray,
+                 table: _NodeTable, spec: JobSpec, policy: str) -> None:
+        self.names, self.code, self.cost, self.gpus = names, code, cost, gpus
+        self._rows, self._table, self._spec, self._policy = rows, table, spec, policy
+        self.ok = code == OK
+
+    def passed(self) -> list[str]:
+        return [self.names[i] for i in np.flatnonzero(self.ok)]
+
+    def reason(self, i: int) -> str:
+        code, spec = int(self.code[i]), self._spec
+        if code == UNKNOWN:
+            return "node not (yet) known to the Horus extender"
+        if code == PROBLEM:
+            return f"Horus: {self._table.problem[int(self._rows[i])]}"
+        if code == TOO_FEW:
+            return f"Horus: node has {self._table.num_gpus[int(self._rows[i])]} GPUs, pod needs {spec.num_gpus} on one node"
+        if code == WRONG_TYPE:
+            return (f"Horus: GPU type {self._table.type_name[int(self._rows[i])]} not in the pod's request "
+                    f"{spec.gpu_type_request!r}")
+        return f"Horus policy {self._policy!r}: no {spec.num_gpus} GPU(s) here fit the pod's predicted load"
+
+    def failed(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(FailedNodes, FailedAndUnresolvableNodes) with a message per node."""
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        bad = np.flatnonzero(~self.ok)
+        no_fit = self.reason(int(bad[0])) if len(bad) and self.code[bad[0]] == NO_FIT else None
+        for i in bad.tolist():
+            code = int(self.code[i])
+            if code == NO_FIT:  # the common case: one message for all
+                failed[self.names[i]] = no_fit or self.reason(i)
+            else:
+                (unresolvable if code in UNRESOLVABLE else failed)[self.names[i]] = self.reason(i)
+        return failed, unresolvable
+
+    def __getitem__(self, name: str) -> NodeChoice:
+        i = self.names.index(name)
+        if not self.ok[i]:
+            return NodeChoice(None, math.inf, self.reason(i), int(self.code[i]) in UNRESOLVABLE)
+        return NodeChoice(tuple(int(g) for g in self.gpus[i][: self._spec.num_gpus]), float(self.cost[i]))
+
+    def values(self) -> list[NodeChoice]:
+        return [self[name] for name in self.names]
+
+    def scores(self) -> np.ndarray:
+        """0..10 per node: the policy's own choice (the cheapest feasible node) 10; every other feasible node
+        loses one point per ``COST_PER_POINT`` of extra cost per worker (at least one, so 10 marks the
+        policy's choice); infeasible nodes 0. Near-equal nodes stay near-equal for kube-scheduler."""
+        out = np.full(len(self.names), MIN_SCORE, dtype=np.int64)
+        if not self.ok.any():
+            return out
+        cost = self.cost[self.ok]
+        lo = cost.min()
+        lost = np.maximum(1, np.rint((cost - lo) / COST_PER_POINT)).astype(np.int64)
+        out[self.ok] = np.where(cost <= lo, MAX_SCORE, np.maximum(MIN_SCORE, MAX_SCORE - lost))
+        return out
+
+
 class PreemptionUnsupported(RuntimeError):
     """The policy wanted to stop a running pod; the extender never evicts pods."""
 
@@ -89,7 +181,9 @@ class Decider:
         self.placement = placement_of(probe)
         self.path = "placement" if self.placement is not None else "policy"
         self._cache_key: tuple[Any, ...] | None = None
-        self._cache: dict[str, NodeChoice] = {}
+        self._cache: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros((0, 1), dtype=np.int64))
+        self._table_of: int | None = None
+        self._node_table: _NodeTable | None = None
 
     def new_policy(self) -> Policy:
         return POLICIES.create(self.policy_name, **self.policy_args)
@@ -98,32 +192,42 @@ class Decider:
         return {"policy": self.new_policy().describe(), "path": self.path}
 
     # ---- filter / prioritize ----------------------------------------------------------------------
-    def evaluate(self, model: ClusterModel, spec: JobSpec, names: list[str]) -> dict[str, NodeChoice]:
-        """The policy's choice on each of ``names`` (nodes Horus cannot use are answered too)."""
-        out: dict[str, NodeChoice] = {}
-        known: list[str] = []
+    def evaluate(self, model: ClusterModel, spec: JobSpec, names: list[str]) -> Verdicts:
+        """The policy's answer on each of ``names`` (nodes Horus cannot use are answered too), as arrays."""
+        table = self._table(model)
+        rows = table.rows(names)
+        known = rows >= 0
+        safe = np.where(known, rows, 0)
+        usable = np.where(known, table.usable[safe], -1)
+        code = np.where(~known, UNKNOWN, np.where(usable < 0, PROBLEM, OK))
+        k = spec.num_gpus
+        code = np.where((code == OK) & (table.num_gpus[safe] < k), TOO_FEW, code)
         accepted = accepted_gpu_types(spec.gpu_type_request)
-        for name in names:
-            info = model.nodes.get(name)
-            if info is None:
-                out[name] = NodeChoice(None, math.inf, "node not (yet) known to the Horus extender")
-            elif info.problem is not None:
-                out[name] = NodeChoice(None, math.inf, f"Horus: {info.problem}", unresolvable=True)
-            elif info.num_gpus < spec.num_gpus:
-                out[name] = NodeChoice(None, math.inf, f"Horus: node has {info.num_gpus} GPUs, pod needs "
-                                       f"{spec.num_gpus} on one node", unresolvable=True)
-            elif accepted is not None and info.gpu_type is not None and info.gpu_type.name not in accepted:
-                out[name] = NodeChoice(None, math.inf, f"Horus: GPU type {info.gpu_type.name} not in the pod's "
-                                       f"request {spec.gpu_type_request!r}", unresolvable=True)
+        if accepted is not None:
+            code = np.where((code == OK) & ~np.isin(table.type_name[safe], sorted(accepted)), WRONG_TYPE, code)
+        cost = np.full(len(names), np.inf)
+        gpus = np.full((len(names), max(k, 1)), -1, dtype=np.int64)
+        candidates = np.flatnonzero(code == OK)
+        if len(candidates):
+            if self.placement is not None:
+                per_worker, order = self._all_nodes(model, spec)
+                sel = usable[candidates]
             else:
-                known.append(name)
-        if known:
-            found = self._all_nodes(model, spec) if self.placement is not None else self._policy_path(model, spec, known)
-            out.update({name: found[name] for name in known})
-        return out
+                per_worker, order = self._policy_path(model, spec, [names[i] for i in candidates])
+                sel = np.arange(len(candidates))
+            cost[candidates] = per_worker[sel]
+            gpus[candidates] = order[sel]
+            code[candidates[~np.isfinite(per_worker[sel])]] = NO_FIT
+        return Verdicts(names, code, cost, gpus, rows, table, spec, self.policy_name)
 
-    def _all_nodes(self, model: ClusterModel, spec: JobSpec) -> dict[str, NodeChoice]:
-        """Placement path over every usable node at once (cached per pod job type and model version)."""
+    def _table(self, model: ClusterModel) -> _NodeTable:
+        if self._table_of != model.generation or self._node_table is None:
+            self._node_table, self._table_of = _NodeTable(model), model.generation
+        return self._node_table
+
+    def _all_nodes(self, model: ClusterModel, spec: JobSpec) -> tuple[np.ndarray, np.ndarray]:
+        """Placement path over every usable node at once: cost per worker (inf = cannot) and the chosen
+        GPUs on each node (indices on the node), cached per belief and model version."""
         key = (model.generation, model.version, getattr(spec, "belief_key", spec.job_type), spec.num_gpus,
                spec.gpu_type_request, spec.gpu_fraction)
         if key == self._cache_key:
@@ -131,52 +235,45 @@ class Decider:
         placement = self.placement
         assert placement is not None
         state = model.state
-        job = QueuedJob(spec, queued_since=model.now)
-        names = list(model.node_index)
-        choices: dict[str, NodeChoice] = {}
+        k = spec.num_gpus
+        n_nodes = len(model.node_index)
         cost = None
-        if names:
+        if n_nodes:
             placement.begin(state.load, state)
             if placement.any_room():
-                cost = placement.cost_per_gpu(job, state.load, state)
-        k = spec.num_gpus
-        full = f"Horus policy {self.policy_name!r}: no {k} GPU(s) here fit the pod's predicted load"
-        if cost is None or not names:
-            return self._remember(key, {name: NodeChoice(None, math.inf, full) for name in names})
-        idx = placement.idx
-        padded = np.where(idx.node_pad, np.inf, cost[idx.node_gpus])
-        if k == 1:
-            order = np.argmin(padded, axis=1)[:, None]
+                cost = placement.cost_per_gpu(QueuedJob(spec, queued_since=model.now), state.load, state)
+        if cost is None or n_nodes == 0:
+            found = (np.full(n_nodes, np.inf), np.full((n_nodes, k), -1, dtype=np.int64))
         else:
-            order = np.argsort(padded, axis=1, kind="stable")[:, :k]
-        picked = np.take_along_axis(padded, order, axis=1)
-        per_worker = picked.sum(axis=1) / k if k > 1 else picked[:, 0]
-        finite = np.isfinite(per_worker)
-        for n, name in enumerate(names):
-            if finite[n]:
-                choices[name] = NodeChoice(tuple(int(g) for g in order[n]), float(per_worker[n]))
+            idx = placement.idx
+            padded = np.where(idx.node_pad, np.inf, cost[idx.node_gpus])
+            if k > padded.shape[1]:
+                found = (np.full(n_nodes, np.inf), np.full((n_nodes, k), -1, dtype=np.int64))
             else:
-                choices[name] = NodeChoice(None, math.inf, full)
-        return self._remember(key, choices)
+                # select_gpus on a cost restricted to one node: its k cheapest feasible GPUs, stable order
+                order = np.argmin(padded, axis=1)[:, None] if k == 1 else np.argsort(padded, axis=1, kind="stable")[:, :k]
+                per_worker = np.take_along_axis(padded, order, axis=1).sum(axis=1) / k
+                found = (per_worker, order)
+        self._cache_key, self._cache = key, found
+        return found
 
-    def _remember(self, key: tuple[Any, ...], choices: dict[str, NodeChoice]) -> dict[str, NodeChoice]:
-        self._cache_key, self._cache = key, choices
-        return choices
-
-    def _policy_path(self, model: ClusterModel, spec: JobSpec, names: list[str]) -> dict[str, NodeChoice]:
-        full = f"Horus policy {self.policy_name!r}: the pod does not fit here"
-        choices: dict[str, NodeChoice] = {}
-        for name in names:
+    def _policy_path(self, model: ClusterModel, spec: JobSpec, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        k = spec.num_gpus
+        per_worker = np.full(len(names), np.inf)
+        order = np.full((len(names), k), -1, dtype=np.int64)
+        for i, name in enumerate(names):
             gpus = self.ask(model.restricted([name]), spec)
-            choices[name] = NodeChoice(gpus, 0.0) if gpus is not None else NodeChoice(None, math.inf, full)
-        feasible = [name for name in names if choices[name].gpus is not None]
-        if len(feasible) > 1:
+            if gpus is not None:
+                per_worker[i], order[i] = 0.0, gpus
+        feasible = [names[i] for i in np.flatnonzero(np.isfinite(per_worker))]
+        if len(feasible) > 1:  # the policy's preference among them: the node it picks scores 10, others 5
             together = model.restricted(feasible)
             gpus = self.ask(together, spec)
-            for name in feasible:
-                preferred = gpus is not None and together.cluster.gpus[gpus[0]].node == together.node_index[name]
-                choices[name] = NodeChoice(choices[name].gpus, 0.0 if preferred else 0.5)
-        return choices
+            picked = together.cluster.nodes[together.cluster.gpus[gpus[0]].node].name if gpus is not None else None
+            for i, name in enumerate(names):
+                if np.isfinite(per_worker[i]) and name != picked:
+                    per_worker[i] = 5 * COST_PER_POINT
+        return per_worker, order
 
     def ask(self, model: ClusterModel, spec: JobSpec, executor: Executor | None = None) -> tuple[int, ...] | None:
         """Run the policy through ``SchedulerCore`` on ``model`` with ``spec`` as the only queued job.
@@ -195,24 +292,6 @@ class Decider:
         return tuple(started[0].gpus) if started else None
 
 
-COST_PER_POINT = 0.1  # one score point per 0.1 of cost per worker (about 10 % predicted utilization)
-
-
-def scores(choices: dict[str, NodeChoice]) -> dict[str, int]:
-    """0..10 per node: the policy's own choice (the cheapest feasible node) 10; every other feasible node
-    loses one point per ``COST_PER_POINT`` of extra cost per worker (at least one point, so 10 marks the
-    policy's choice); infeasible nodes 0. Near-equal nodes stay near-equal for kube-scheduler's own scores."""
-    costs = [c.cost for c in choices.values() if c.gpus is not None]
-    if not costs:
-        return {name: MIN_SCORE for name in choices}
-    lo = min(costs)
-    out: dict[str, int] = {}
-    for name, choice in choices.items():
-        if choice.gpus is None:
-            out[name] = MIN_SCORE
-        elif choice.cost <= lo:
-            out[name] = MAX_SCORE
-        else:
-            lost = max(1, round((choice.cost - lo) / COST_PER_POINT))
-            out[name] = max(MIN_SCORE, MAX_SCORE - lost)
-    return out
+def scores(verdicts: Verdicts) -> dict[str, int]:
+    """0..10 per node (see ``Verdicts.scores``)."""
+    return dict(zip(verdicts.names, verdicts.scores().tolist()))

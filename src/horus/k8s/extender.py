@@ -19,7 +19,7 @@ from typing import Any
 from horus.errors import HorusInputError
 from horus.jobs import JobSpec
 from horus.k8s.api import KubeAPI, KubeAPIError
-from horus.k8s.decide import Decider, PreemptionUnsupported, scores
+from horus.k8s.decide import Decider, PreemptionUnsupported
 from horus.k8s.model import ClusterModel
 from horus.k8s.protocol import BindingArgs, ExtenderArgs, binding_result, filter_result, host_priority_list
 from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, pod_job_spec
@@ -94,23 +94,20 @@ class Extender:
                 choices = self.decider.evaluate(self.store.model, spec, args.node_names)
         except HorusInputError as exc:  # e.g. a policy whose interference model does not know the pod's model
             return filter_result(args, [], {}, {}, error=f"Horus policy {self.decider.policy_name!r}: {exc}")
-        passed = [n for n in args.node_names if choices[n].gpus is not None]
-        failed = {n: c.reason for n, c in choices.items() if c.gpus is None and not c.unresolvable}
-        unresolvable = {n: c.reason for n, c in choices.items() if c.gpus is None and c.unresolvable}
-        return filter_result(args, passed, failed, unresolvable)
+        failed, unresolvable = choices.failed()
+        return filter_result(args, choices.passed(), failed, unresolvable)
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """Raises PodError / HorusInputError for a pod Horus cannot read or decide on (the server answers 400)."""
         self.counts["prioritize"] += 1
         spec = pod_job_spec(args.pod, self.clock())
         if spec.num_gpus == 0:
-            return host_priority_list({n: 0 for n in args.node_names})
+            return host_priority_list((n, 0) for n in args.node_names)
         if args.nodes is not None:
             self.store.upsert_nodes(args.nodes)
         with self.store.lock:
             choices = self.decider.evaluate(self.store.model, spec, args.node_names)
-        ranked = scores(choices)
-        return host_priority_list({n: ranked[n] for n in args.node_names})
+        return host_priority_list(zip(args.node_names, choices.scores().tolist()))
 
     # ---- bind --------------------------------------------------------------------------------------------
     def bind(self, args: BindingArgs) -> dict[str, str]:

@@ -8,6 +8,7 @@ kube-scheduler's own payloads: e.g. ``creationTimestamp: null``). Keys are Go fi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +85,9 @@ def parse_extender_args(body: Any) -> ExtenderArgs:
     elif raw_names is not None:
         if not isinstance(raw_names, list):
             raise ProtocolError("ExtenderArgs.NodeNames: expected a JSON array of strings")
-        names = [_expect_string(n, f"ExtenderArgs.NodeNames[{i}]") for i, n in enumerate(raw_names)]
+        names = raw_names
+        if not all(isinstance(n, str) and n for n in raw_names):  # fast path above; name the culprit here
+            names = [_expect_string(n, f"ExtenderArgs.NodeNames[{i}]") for i, n in enumerate(raw_names)]
     else:
         raise ProtocolError("ExtenderArgs: one of Nodes or NodeNames must be set (both are null)")
     return ExtenderArgs(pod=pod, nodes=nodes, node_names=names)
@@ -125,9 +128,9 @@ def filter_result(args: ExtenderArgs, passed: list[str], failed: dict[str, str],
     return result
 
 
-def host_priority_list(scores: dict[str, int]) -> list[dict[str, Any]]:
-    """A bare ``HostPriorityList``: ``[{"Host": name, "Score": 0..10}]``."""
-    return [{"Host": host, "Score": int(score)} for host, score in scores.items()]
+def host_priority_list(scores: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    """A bare ``HostPriorityList``: ``[{"Host": name, "Score": 0..10}]``, in the order given."""
+    return [{"Host": host, "Score": int(score)} for host, score in scores]
 
 
 def binding_result(error: str = "") -> dict[str, str]:

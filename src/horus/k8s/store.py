@@ -8,6 +8,7 @@ kube-scheduler's own cache does. Everything is derived from API objects: a resta
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -88,6 +89,10 @@ class ClusterStore:
         self.model = ClusterModel(self.nodes.values(), pods.values(), self.predictor, now)
         self.pods = pods
         self.rebuilds += 1
+        # The listing is hundreds of thousands of long-lived objects: keep them out of the cyclic garbage
+        # collector's full passes, which otherwise stall a request for ~10 ms now and then.
+        gc.collect()
+        gc.freeze()
 
     def _apply(self, pods: dict[str, dict[str, Any]], now: float) -> None:
         model = self.model
