@@ -113,7 +113,7 @@ def test_concurrent_binds_on_one_node_are_serialised() -> None:
             t.join()
         ok = [name for name, err in answers.items() if not err]
         refused = [err for err in answers.values() if err]
-        assert len(ok) == 2 and len(refused) == 1 and "no longer fits" in refused[0]
+        assert len(ok) == 2 and len(refused) == 1 and "does not fit" in refused[0]
         gpus = {stub.pods[("default", n)]["metadata"]["annotations"]["horus.io/gpu-ids"] for n in ok}
         assert gpus == {"0", "1"}
         writes = sorted((c for c in stub.calls if c["method"] in ("PATCH", "POST")), key=lambda c: c["t0"])
@@ -153,7 +153,7 @@ def test_filter_after_bind_sees_the_new_load() -> None:
         result = httpx.post(url + "/filter", json=args_for(pods[2], ["n1"])).json()
         assert result["NodeNames"] == [] and "n1" in result["FailedNodes"]
         refused = httpx.post(url + "/bind", json=bind_args(pods[2], "n1")).json()["Error"]
-        assert "no longer fits" in refused
+        assert "does not fit" in refused
 
 
 def test_bind_errors_are_reported_not_raised() -> None:

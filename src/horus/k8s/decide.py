@@ -17,6 +17,7 @@ the same core every backend uses, on the node kube-scheduler chose, after the po
 from __future__ import annotations
 
 import math
+from itertools import repeat
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,7 @@ class _NodeTable:
         if found is None:
             if len(self._rows) >= 8:
                 self._rows.clear()
-            found = self._rows[key] = np.fromiter((self.row_of.get(n, -1) for n in names), dtype=np.int64,
+            found = self._rows[key] = np.fromiter(map(self.row_of.get, names, repeat(-1)), dtype=np.int64,
                                                   count=len(names))
         return found
 

@@ -146,7 +146,7 @@ class Extender:
                 gpus = self.decider.ask(model, spec, executor)
                 if gpus is None:
                     return (f"Horus policy {self.decider.policy_name!r}: pod {args.pod_namespace}/{args.pod_name} "
-                            f"no longer fits on {args.node} (its load changed since filter); it will be retried")
+                            f"does not fit on {args.node} now (e.g. another pod was bound there since filter)")
             return ""
         except (KubeAPIError, PodError, HorusInputError) as exc:
             return str(exc)
