@@ -62,21 +62,20 @@ class ClusterStore:
         self.last_sync_s = time.perf_counter() - began
 
     def upsert_nodes(self, nodes: Iterable[dict[str, Any]]) -> None:
-        """Nodes as sent in ``ExtenderArgs.Nodes`` (a subset: nodes not sent are kept)."""
+        """Nodes as sent in ``ExtenderArgs.Nodes`` (a subset: nodes not sent are kept). Only nodes whose
+        ``resourceVersion`` moved are looked at; the model is rebuilt only if one's GPUs changed."""
         with self.lock:
-            merged = dict(self.nodes)
-            changed = False
+            changed = {}
             for node in nodes:
                 name = node["metadata"]["name"]
-                old = merged.get(name)
+                old = self.nodes.get(name)
                 if old is None or _version(old) != _version(node) or _version(node) is None:
-                    merged[name] = node
-                    changed = True
-            if changed and self._gpus_changed(merged, replace=False):
-                self.nodes = merged
+                    changed[name] = node
+            if not changed:
+                return
+            self.nodes = {**self.nodes, **changed}
+            if self._gpus_changed(changed, replace=False):
                 self._rebuild(dict(self.pods), self.clock())
-            elif changed:
-                self.nodes = merged
 
     def _gpus_changed(self, nodes: dict[str, dict[str, Any]], *, replace: bool) -> bool:
         old = self.model.nodes
