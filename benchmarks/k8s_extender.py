@@ -48,7 +48,8 @@ def realistic(pod: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     c = pod["spec"]["containers"][0]
     c["env"] = [{"name": f"VAR_{i}", "value": "x" * rng.randint(8, 40)} for i in range(6)]
     c["env"].append({"name": "NVIDIA_VISIBLE_DEVICES",
-                     "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.annotations['horus.io/gpu-ids']"}}})
+                     "valueFrom": {"fieldRef": {"apiVersion": "v1",
+                                                "fieldPath": "metadata.annotations['horus.io/gpu-ids']"}}})
     c["volumeMounts"] = [{"name": "kube-api-access-abcde", "readOnly": True,
                           "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
     c["command"] = ["python", "train.py", "--epochs", "90"]

@@ -53,7 +53,8 @@ def test_scheduler_configuration_points_at_the_extender() -> None:
     assert managed == {resources.GPU: True, resources.GPUMEM: True, resources.GPUCORES: True}
     service = _one("Service", "horus-extender")
     (port,) = service["spec"]["ports"]
-    assert ext["urlPrefix"] == f"http://{service['metadata']['name']}.{service['metadata']['namespace']}.svc:{port['port']}"
+    meta = service["metadata"]
+    assert ext["urlPrefix"] == f"http://{meta['name']}.{meta['namespace']}.svc:{port['port']}"
     deployment = _one("Deployment", "horus-extender")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert {p["name"]: p["containerPort"] for p in container["ports"]}[port["targetPort"]] == port["port"]

@@ -104,7 +104,8 @@ def test_concurrent_binds_on_one_node_are_serialised() -> None:
         answers: dict[str, str] = {}
 
         def bind(pod: dict[str, Any]) -> None:
-            answers[pod["metadata"]["name"]] = httpx.post(url + "/bind", json=bind_args(pod, "n1"), timeout=30).json()["Error"]
+            reply = httpx.post(url + "/bind", json=bind_args(pod, "n1"), timeout=30)
+            answers[pod["metadata"]["name"]] = reply.json()["Error"]
 
         threads = [threading.Thread(target=bind, args=(p,)) for p in pods]
         for t in threads:
@@ -200,7 +201,8 @@ def test_other_registered_policies_drive_the_same_verbs(policy: str) -> None:
         assert extender.decider.path == ("placement" if policy == "fifo-exclusive" else "policy")
         assert httpx.post(url + "/bind", json=bind_args(pods[0], "n1")).json() == {"Error": ""}
         result = httpx.post(url + "/filter", json=args_for(pods[1], ["n1", "n2"])).json()
-        ranked = {h["Host"]: h["Score"] for h in httpx.post(url + "/prioritize", json=args_for(pods[1], ["n1", "n2"])).json()}
+        reply = httpx.post(url + "/prioritize", json=args_for(pods[1], ["n1", "n2"]))
+        ranked = {h["Host"]: h["Score"] for h in reply.json()}
         if policy == "fifo-exclusive":
             assert result["NodeNames"] == ["n2"]  # exclusive: the busy GPU is off limits
         else:

@@ -86,11 +86,12 @@ def test_hami_annotation_per_container_and_round_trip() -> None:
     uuids = ["GPU-a", "GPU-b", "GPU-c", "GPU-d"]
     ann = decision_annotations(spec, "n1", [3, 0, 2], uuids, 16384, 1700000000.0)
     assert ann["horus.io/gpu-ids"] == "GPU-d,GPU-a,GPU-c" and ann["horus.io/gpu-indices"] == "3,0,2"
-    assert ann["hami.io/vgpu-devices-to-allocate"] == "GPU-d,NVIDIA,3000,25:;GPU-a,NVIDIA,3000,25:GPU-c,NVIDIA,3000,25:;"
+    hami = ann["hami.io/vgpu-devices-to-allocate"]
+    assert hami == "GPU-d,NVIDIA,3000,25:;GPU-a,NVIDIA,3000,25:GPU-c,NVIDIA,3000,25:;"  # container 1, container 2
     assert ann["hami.io/bind-time"] == "1700000000"
     placed = gpu_pod("p", node="n1", annotations=ann)
     assert decided_gpus(placed, uuids, 4) == [3, 0, 2]
-    only_hami = gpu_pod("h", node="n1", annotations={"hami.io/vgpu-devices-to-allocate": ann["hami.io/vgpu-devices-to-allocate"]})
+    only_hami = gpu_pod("h", node="n1", annotations={"hami.io/vgpu-devices-to-allocate": hami})
     assert decided_gpus(only_hami, uuids, 4) == [3, 0, 2]  # pods placed by HAMi's scheduler are counted too
     no_uuids = decision_annotations(spec, "n1", [1], None, 16384, 0.0)
     assert no_uuids == {"horus.io/gpu-ids": "1", "horus.io/gpu-indices": "1"}

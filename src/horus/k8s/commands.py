@@ -21,7 +21,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--predictor", default="analytic", help="registered predictor (default analytic)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--api-server", help="API server URL without credentials (e.g. kubectl proxy's http://127.0.0.1:8001)")
+    p.add_argument("--api-server",
+                   help="API server URL without credentials (e.g. kubectl proxy's http://127.0.0.1:8001)")
     p.add_argument("--resync-s", type=float, default=10.0, help="seconds between full re-listings of nodes and pods")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)

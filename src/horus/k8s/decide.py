@@ -17,8 +17,8 @@ the same core every backend uses, on the node kube-scheduler chose, after the po
 from __future__ import annotations
 
 import math
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -95,7 +95,8 @@ class Verdicts:
         if code == PROBLEM:
             return f"Horus: {self._table.problem[int(self._rows[i])]}"
         if code == TOO_FEW:
-            return f"Horus: node has {self._table.num_gpus[int(self._rows[i])]} GPUs, pod needs {spec.num_gpus} on one node"
+            have = self._table.num_gpus[int(self._rows[i])]
+            return f"Horus: node has {have} GPUs, pod needs {spec.num_gpus} on one node"
         if code == WRONG_TYPE:
             return (f"Horus: GPU type {self._table.type_name[int(self._rows[i])]} not in the pod's request "
                     f"{spec.gpu_type_request!r}")
@@ -252,7 +253,10 @@ class Decider:
                 found = (np.full(n_nodes, np.inf), np.full((n_nodes, k), -1, dtype=np.int64))
             else:
                 # select_gpus on a cost restricted to one node: its k cheapest feasible GPUs, stable order
-                order = np.argmin(padded, axis=1)[:, None] if k == 1 else np.argsort(padded, axis=1, kind="stable")[:, :k]
+                if k == 1:
+                    order = np.argmin(padded, axis=1)[:, None]
+                else:
+                    order = np.argsort(padded, axis=1, kind="stable")[:, :k]
                 per_worker = np.take_along_axis(padded, order, axis=1).sum(axis=1) / k
                 found = (per_worker, order)
         self._cache_key, self._cache = key, found

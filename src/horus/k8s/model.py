@@ -54,7 +54,8 @@ class ClusterModel:
         self.nodes: dict[str, NodeGPUs] = {info.name: info for info in sorted(infos, key=lambda i: i.name)}
         usable = [info for info in self.nodes.values() if info.problem is None]
         assert all(info.gpu_type is not None for info in usable)
-        self.cluster = Cluster([Node(info.name, info.gpu_type, info.num_gpus) for info in usable])  # type: ignore[arg-type]
+        self.cluster = Cluster([Node(info.name, info.gpu_type, info.num_gpus)  # type: ignore[arg-type]
+                                for info in usable])
         self.node_index: dict[str, int] = {info.name: i for i, info in enumerate(usable)}
         sizes = np.array([info.num_gpus for info in usable], dtype=np.int64)
         self.first_gpu = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(usable) else sizes
