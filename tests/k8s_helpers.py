@@ -60,7 +60,9 @@ class StubAPIServer:
     ``calls`` holds (method, path, content type, body, t_start, t_end) per request, in arrival order.
     """
 
-    def __init__(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], *, delay_s: float = 0.0) -> None:
+    def __init__(self, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], *, delay_s: float = 0.0,
+                 configmaps: list[dict[str, Any]] | None = None) -> None:
+        self.configmaps = {(c["metadata"]["namespace"], c["metadata"]["name"]): c for c in configmaps or []}
         self.nodes = {n["metadata"]["name"]: copy.deepcopy(n) for n in nodes}
         self.pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): copy.deepcopy(p) for p in pods}
         self.calls: list[dict[str, Any]] = []
@@ -127,6 +129,11 @@ class StubAPIServer:
                 skip = {s.split("!=")[1] for s in selector.split(",") if s.startswith("status.phase!=")}
                 items = [p for p in self.pods.values() if p.get("status", {}).get("phase") not in skip]
                 return 200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items}
+            if method == "GET" and len(parts) == 6 and parts[:3] == ["api", "v1", "namespaces"] \
+                    and parts[4] == "configmaps":
+                cm = self.configmaps.get((parts[3], parts[5]))
+                return (200, cm) if cm is not None else self._status(404, "NotFound",
+                                                                     f'configmaps "{parts[5]}" not found')
             if len(parts) == 6 and parts[:3] == ["api", "v1", "namespaces"] and parts[4] == "pods":
                 pod = self.pods.get((parts[3], parts[5]))
                 if pod is None:

@@ -65,7 +65,7 @@ def test_scheduler_configuration_points_at_the_extender() -> None:
 
 
 @pytest.mark.parametrize("resource,verb", [("nodes", "list"), ("pods", "list"), ("pods", "get"), ("pods", "patch"),
-                                           ("bindings", "create")])
+                                           ("bindings", "create"), ("configmaps", "get")])
 def test_extender_rbac_allows_each_call(resource: str, verb: str) -> None:
     rules = _one("ClusterRole", "horus-extender")["rules"]
     assert any(resource in r["resources"] and verb in r["verbs"] and r["apiGroups"] == [""] for r in rules)

@@ -73,6 +73,9 @@ class KubeAPI:
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
         return self._call(f"get pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace)
 
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._call(f"get configmap {namespace}/{name}", self.core.read_namespaced_config_map, name, namespace)
+
     def annotate_pod(self, namespace: str, name: str, annotations: dict[str, str]) -> dict[str, Any]:
         """Merge ``annotations`` into the pod's (a JSON merge patch); returns the patched pod."""
         body = {"metadata": {"annotations": annotations}}

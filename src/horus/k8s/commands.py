@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from horus.k8s.api import KubeAPI, KubeAPIError
     from horus.k8s.decide import Decider
     from horus.k8s.extender import Extender
+    from horus.k8s.onnx_models import OnnxModels
     from horus.k8s.predictor import PodPredictor
     from horus.k8s.server import Resync, create_app
     from horus.k8s.store import ClusterStore
@@ -58,11 +59,12 @@ def run(args: argparse.Namespace) -> int:
     if args.resync_s <= 0:
         raise HorusInputError("--resync-s", "expected a positive number of seconds")
     decider = Decider(args.policy, policy_args)
-    store = ClusterStore(PodPredictor(build_predictor(args.predictor)))
+    predictor = PodPredictor(build_predictor(args.predictor))
     try:
         api = KubeAPI.at(args.api_server) if args.api_server else KubeAPI.connect(args.kubeconfig, args.context)
     except Exception as exc:
         raise HorusInputError("--kubeconfig", f"no Kubernetes API configuration: {exc}") from None
+    store = ClusterStore(predictor, onnx=OnnxModels(api.get_configmap))
     extender = Extender(store, decider, api)
     resync = Resync(extender, args.resync_s)
     try:

@@ -82,7 +82,7 @@ class Extender:
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
         self.counts["filter"] += 1
         try:
-            spec = pod_job_spec(args.pod, self.clock())
+            spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
         except PodError as exc:
             return filter_result(args, [], {}, {}, error=str(exc))
         if spec.num_gpus == 0:  # not a GPU pod: nothing for Horus to decide
@@ -100,7 +100,7 @@ class Extender:
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """Raises PodError / HorusInputError for a pod Horus cannot read or decide on (the server answers 400)."""
         self.counts["prioritize"] += 1
-        spec = pod_job_spec(args.pod, self.clock())
+        spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
         if spec.num_gpus == 0:
             return host_priority_list((n, 0) for n in args.node_names)
         if args.nodes is not None:
@@ -129,7 +129,7 @@ class Extender:
                         f"(it was recreated)")
             if (pod.get("spec") or {}).get("nodeName"):
                 return f"pod {args.pod_namespace}/{args.pod_name} is already bound to {pod['spec']['nodeName']}"
-            spec = pod_job_spec(pod, self.clock())
+            spec = pod_job_spec(pod, self.clock(), self.store.onnx)
             if spec.num_gpus == 0:
                 self.api.bind(args.pod_namespace, args.pod_name, args.pod_uid or uid, args.node)
                 return ""

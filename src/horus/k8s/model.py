@@ -9,7 +9,7 @@ GPU pods without a readable decision (placed by someone else) are listed in ``un
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import count
 from typing import Any
 
@@ -49,7 +49,7 @@ class ClusterModel:
     """Cluster, state and the placed pods of a set of nodes. Mutated only through ``add_pod`` / ``remove_pod``."""
 
     def __init__(self, nodes: Iterable[dict[str, Any]] | Iterable[NodeGPUs], pods: Iterable[dict[str, Any]],
-                 predictor: Predictor, now: float = 0.0) -> None:
+                 predictor: Predictor, now: float = 0.0, onnx: Callable[[str, str], str] | None = None) -> None:
         infos = [n if isinstance(n, NodeGPUs) else node_gpus(n) for n in nodes]
         self.nodes: dict[str, NodeGPUs] = {info.name: info for info in sorted(infos, key=lambda i: i.name)}
         usable = [info for info in self.nodes.values() if info.problem is None]
@@ -60,6 +60,7 @@ class ClusterModel:
         sizes = np.array([info.num_gpus for info in usable], dtype=np.int64)
         self.first_gpu = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(usable) else sizes
         self.predictor = predictor
+        self.onnx = onnx  # resolves horus.io/onnx-configmap annotations (horus.k8s.onnx_models)
         self.state = PodState(self.cluster, predictor)
         self.now = now
         self.pods: dict[str, dict[str, Any]] = {}  # job id -> placed pod counted in the load
@@ -77,7 +78,7 @@ class ClusterModel:
         if job_id in self.pods or not is_placed(pod):
             return False
         try:
-            spec = pod_job_spec(pod, self.now)
+            spec = pod_job_spec(pod, self.now, self.onnx)
         except PodError as exc:
             self.unknown[job_id] = str(exc)
             return False
@@ -121,7 +122,7 @@ class ClusterModel:
         """A model of only ``names`` (usable nodes) and the pods placed on them (a fresh, private copy)."""
         keep = [self.nodes[n] for n in names if n in self.node_index]
         pods = [pod for info in keep for pod in self.by_node[info.name].values()]
-        return ClusterModel(keep, pods, self.predictor, self.now)
+        return ClusterModel(keep, pods, self.predictor, self.now, self.onnx)
 
     def load_by_node(self) -> dict[str, dict[str, list[float]]]:
         """Per-node, per-GPU predicted load (JSON-able; used by tests and ``/state``)."""

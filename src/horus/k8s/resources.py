@@ -10,6 +10,7 @@ takes), ``horus.io/gpu-indices`` and HAMi's ``hami.io/vgpu-devices-to-allocate``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -22,6 +23,7 @@ GPUMEM = "nvidia.com/gpumem"
 GPUCORES = "nvidia.com/gpucores"
 
 MODEL = "horus.io/model"
+ONNX_CONFIGMAP = "horus.io/onnx-configmap"  # "<configmap>/<key>" in the pod's namespace (horus.k8s.onnx_models)
 BATCH_SIZE = "horus.io/batch-size"
 GPU_TYPE = "horus.io/gpu-type"
 GPU_IDS = "horus.io/gpu-ids"
@@ -93,8 +95,11 @@ def _container_request(container: dict[str, Any], name: str, where: str) -> int 
     return None
 
 
-def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0) -> PodJobSpec:
-    """The pod as a Horus job; ``num_gpus`` is 0 for a pod that asks for no GPU. Raises PodError."""
+def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
+                 onnx: Callable[[str, str], str] | None = None) -> PodJobSpec:
+    """The pod as a Horus job; ``num_gpus`` is 0 for a pod that asks for no GPU. Raises PodError.
+
+    ``onnx(namespace, ref)`` resolves a ``horus.io/onnx-configmap`` annotation to a catalog model name."""
     where = f"pod {pod_key(pod)}"
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -125,6 +130,13 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0) -> PodJobSpec:
     if not isinstance(annotations, dict):
         raise PodError(f"{where}.metadata.annotations: expected an object")
     model = annotations.get(MODEL)
+    onnx_ref = annotations.get(ONNX_CONFIGMAP)
+    if model is None and onnx_ref is not None:
+        if not isinstance(onnx_ref, str):
+            raise PodError(f"{where} annotation {ONNX_CONFIGMAP}: expected '<configmap>/<key>'")
+        if onnx is None:
+            raise PodError(f"{where} annotation {ONNX_CONFIGMAP}: this extender cannot read ConfigMaps")
+        model = onnx(str(meta.get("namespace") or "default"), onnx_ref)
     if model is None:
         model, batch = OPAQUE_MODEL, 0
     else:
@@ -135,7 +147,7 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0) -> PodJobSpec:
             raise PodError(f"{where} annotation {MODEL}: unknown model {model!r} (known: {len(catalog)} "
                            f"catalog models, e.g. {', '.join(sorted(catalog)[:5])})")
         if BATCH_SIZE not in annotations:
-            raise PodError(f"{where} annotation {BATCH_SIZE}: required with {MODEL}")
+            raise PodError(f"{where} annotation {BATCH_SIZE}: required with {MODEL} or {ONNX_CONFIGMAP}")
         batch = _count(annotations[BATCH_SIZE], f"{where} annotation {BATCH_SIZE}")
         if batch < 1:
             raise PodError(f"{where} annotation {BATCH_SIZE}: expected a positive integer, got {batch}")

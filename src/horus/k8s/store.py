@@ -26,15 +26,16 @@ def _version(obj: dict[str, Any]) -> Any:
 
 class ClusterStore:
     def __init__(self, predictor: Predictor, *, clock: Callable[[], float] = time.time,
-                 assume_ttl_s: float = 30.0) -> None:
+                 assume_ttl_s: float = 30.0, onnx: Callable[[str, str], str] | None = None) -> None:
         self.lock = threading.RLock()
         self.predictor = predictor
+        self.onnx = onnx  # resolves horus.io/onnx-configmap annotations (horus.k8s.onnx_models)
         self.clock = clock
         self.assume_ttl_s = assume_ttl_s
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
         self.assumed: dict[str, tuple[float, dict[str, Any]]] = {}
-        self.model = ClusterModel([], [], predictor)
+        self.model = ClusterModel([], [], predictor, onnx=onnx)
         self.synced = False
         self.rebuilds = 0
         self.last_sync_s = 0.0
@@ -85,7 +86,7 @@ class ClusterStore:
                    for name, node in nodes.items())
 
     def _rebuild(self, pods: dict[str, dict[str, Any]], now: float) -> None:
-        self.model = ClusterModel(self.nodes.values(), pods.values(), self.predictor, now)
+        self.model = ClusterModel(self.nodes.values(), pods.values(), self.predictor, now, self.onnx)
         self.pods = pods
         self.rebuilds += 1
         # The listing is hundreds of thousands of long-lived objects: keep them out of the cyclic garbage
