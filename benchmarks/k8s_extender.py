@@ -109,6 +109,17 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def git_commit() -> str:
+    """The commit measured (with "+dirty" when the work tree has changes)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
 def server_stack() -> dict[str, str]:
     """Which HTTP parser and event loop uvicorn picks here ("auto": httptools/uvloop when installed)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -280,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
         "seed": args.seed,
+        "git_commit": git_commit(),
         "policy": "horus", "predictor": "analytic",
         "scales": scales,
         "goal": {"http_filter_plus_prioritize_p99_ms_at_1000_nodes": GOAL_P99_MS,

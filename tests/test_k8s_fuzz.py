@@ -28,7 +28,7 @@ from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, serve
 KEYS = ["Pod", "Nodes", "NodeNames", "PodName", "PodNamespace", "PodUID", "Node", "metadata", "spec", "status",
         "name", "namespace", "uid", "annotations", "labels", "containers", "resources", "limits", "requests",
         "items", "nodeName", "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores", "horus.io/model",
-        "horus.io/batch-size", "horus.io/gpu-type", "horus.io/gpu-ids"]
+        "horus.io/batch-size", "horus.io/gpu-type", "horus.io/gpu-ids", "horus.io/onnx-configmap"]
 SCALARS = st.none() | st.booleans() | st.integers(-2**63, 2**63) | st.floats(allow_nan=False) | st.text(max_size=12) \
     | st.sampled_from(["1", "0", "-1", "1.5", "64", "resnet50", "V100", "n1", "Infinity", ""])
 JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
