@@ -15,11 +15,13 @@ horus simulate --json --no-progress --out results/default > "$OUT/simulate_defau
 if [ -f "$GAVEL" ]; then
   echo "2. co-location slowdown model fitted to Gavel's V100 pairs (the parametric world's scalars)"
   horus truth fit --gavel "$GAVEL" --gpu v100 --json > "$OUT/truth_fit_v100.json"
+  echo "2b. the same law with latent per-type intensity (what the gavel truth uses for unmeasured sets)"
+  horus truth fit --gavel "$GAVEL" --gpu v100 --inputs latent --json > "$OUT/truth_fit_v100_latent.json"
   echo "3. interference predictors on Gavel pairs: random / cold-start / cross-GPU"
   horus interference evaluate --gavel "$GAVEL" --protocol all --json > "$OUT/interference_eval.json"
-  echo "4. Gavel V100 measured pairs as truth; geng and horus-iasp with an IASP model trained on V100 pairs"
-  horus interference train --gavel "$GAVEL" --gpu v100 --model iasp --out results/iasp-v100 > /dev/null
-  horus simulate --json --no-progress --truth gavel --gavel "$GAVEL" --interference-model results/iasp-v100 \
+  echo "4. Gavel V100 measured pairs as truth; geng and horus-iasp with an IASP model trained on P100 pairs (never on the pairs the truth replays)"
+  horus interference train --gavel "$GAVEL" --gpu p100 --model iasp --out results/iasp-p100 > /dev/null
+  horus simulate --json --no-progress --truth gavel --gavel "$GAVEL" --interference-model results/iasp-p100 \
     --out results/gavel-v100 > "$OUT/simulate_gavel_v100.json"
   echo "5b. congested Philly: first 5,000 jobs of the Philly table on the embedded 64-GPU cluster"
   horus simulate --json --no-progress --trace "$SHARED/traces/philly/philly_jobs.csv" --format philly --max-jobs 5000 \

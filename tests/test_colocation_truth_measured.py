@@ -55,3 +55,16 @@ def test_solo_only_truth_refuses_unmeasured_sets() -> None:
     truth = MeasuredTruth(FIXTURE / "solo.csv")
     with pytest.raises(HorusInputError, match="not measured"):
         truth.colocated_throughput(["syn_a/b8", "syn_b/b8"], GPU)
+
+
+def test_a_mixed_precision_set_is_not_a_one_job_set(tmp_path: Path) -> None:
+    """Filtering by precision keeps or drops whole sets (audit: a fp32+AMP pair became a one-job 'set')."""
+    lines = (FIXTURE / "colocation.csv").read_text().splitlines()
+    mixed = [lines[0], *(line.replace(",8,fp32,", ",8,amp,", 1) if i == 2 else line
+                         for i, line in enumerate(lines[1:], start=1))]  # syn_b in the first pair runs AMP
+    path = tmp_path / "colocation.csv"
+    path.write_text("\n".join(mixed) + "\n")
+    truth = MeasuredTruth(FIXTURE / "solo.csv", path, measured_speed=2.0)
+    assert ("syn_a/b8",) not in truth._sets and ("syn_b/b8",) not in truth._sets
+    assert ("syn_a/b8", "syn_b/b8") not in truth._sets  # the mixed pair is not a fp32 measurement
+    assert truth.describe()["n_measured_sets"] == 11

@@ -42,3 +42,31 @@ def test_preempting_a_job_that_is_not_running_is_a_policy_error() -> None:
     with pytest.raises(InvalidActionError, match="not running"):
         simulate([job("A", 0.0, 10)], cluster(), ScriptedPolicy(lambda state: [Preempt("A")]), TRUTH,
                  ConstPredictor())
+
+
+def test_lower_bounds_and_goodput_hold_for_every_policy() -> None:
+    """No schedule beats the lower bounds; goodput is work done per GPU-second, at most 1."""
+    from horus.cli import main  # noqa: F401  (registers commands)
+    from horus.clusterspec import load_cluster
+    from horus.plugins import load_all
+    from horus.policies.base import POLICIES
+    from horus.predict.analytic import AnalyticPredictor
+    from horus.sim.commands import _embedded
+    from horus.traces import load_trace, materialize
+    from horus.traces.sampler import SAMPLERS
+    from horus.truth.parametric import ParametricTruth
+
+    load_all("horus.policies")
+    truth = ParametricTruth()
+    cluster = load_cluster(_embedded("default_cluster.yaml"))
+    trace = load_trace(_embedded("default_trace.csv"), "horus")
+    jobs = materialize(trace, truth, SAMPLERS.create("by-size-duration", seed=0), cluster.gpus[0].gpu_type, seed=0)
+    jobs = jobs[:120]
+    for name in ("fifo-exclusive", "horus", "tiresias"):
+        s = simulate(jobs, cluster, POLICIES.create(name), truth, AnalyticPredictor()).summary
+        assert s["makespan_s"] >= s["makespan_lower_bound_s"] > 0
+        assert s["mean_jct_s"] >= s["mean_jct_lower_bound_s"] > 0
+        assert 0 < s["gpu_allocated_share"] <= 1.0 and s["goodput"] > 0
+        if s["colocated_share"] == 0:  # alone on its GPUs, a job's useful work never exceeds the time it holds them
+            assert s["goodput"] <= s["gpu_allocated_share"] + 1e-9
+        assert 1.0 - 1e-9 <= s["mean_stretch"] <= s["max_stretch"]

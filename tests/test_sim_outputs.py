@@ -54,9 +54,31 @@ def test_run_comparison_writes_everything(tmp_path: Path) -> None:
     assert manifest["cluster"]["num_gpus"] == 2 and "name" in manifest["truth"]
     assert manifest["outputs"]["summary.json"] == sha256_file(tmp_path / "summary.json")
     assert manifest["outputs"]["test-pairs/jobs.parquet"] == sha256_file(tmp_path / "test-pairs/jobs.parquet")
+    report = (tmp_path / "report.html").read_text()
+    assert "toy.csv on 2 GPUs" in report and report.count("data:image/png;base64,") == 3
+    assert "test-pairs" in report and "lower bound" in report and "ab" * 32 in report
 
 
 def test_unknown_policy_name_is_reported(tmp_path: Path) -> None:
     with pytest.raises(KeyError, match="unknown policy 'nope'"):
         run_comparison([job("a", 0.0, 1)], cluster(), ["nope"], ToyTruth({"toya/b1": SoloTruth(0.4, 1.0, 1.0)}),
                        ConstPredictor(), SimConfig(), tmp_path, {}, False)
+
+
+def test_one_policy_runs_under_two_labels_with_different_options(tmp_path: Path) -> None:
+    from horus.predict.analytic import AnalyticPredictor
+    from horus.truth.parametric import ParametricTruth
+    from horus.jobs import JobSpec
+    from horus.cluster import Cluster, Node
+    from horus.gpu_types import PRESETS
+
+    jobs = [JobSpec(f"j{i}", 10.0 * i, 1, "a3c", 32, 2000.0) for i in range(8)]
+    summary = run_comparison(jobs, Cluster([Node("n", PRESETS["V100"], 2)]), ["horus", "horus-solo=horus"],
+                             ParametricTruth(), AnalyticPredictor(), SimConfig(), tmp_path,
+                             policy_options={"horus-solo": {"max_residents": 1}})
+    pols = summary["policies"]
+    assert set(pols) == {"horus", "horus-solo"}
+    assert pols["horus-solo"]["colocated_share"] == 0.0 < pols["horus"]["colocated_share"]
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["policies"]["horus-solo"]["registered_as"] == "horus"
+    assert (tmp_path / "horus-solo" / "jobs.parquet").exists() or (tmp_path / "horus-solo" / "jobs.csv").exists()

@@ -117,3 +117,11 @@ def model_info(name: str) -> ModelInfo:
         return catalog[name]
     except KeyError:
         raise HorusInputError("model", f"unknown model {name!r}; known: {', '.join(sorted(catalog))}") from None
+
+
+def add_model(info: ModelInfo) -> None:
+    """Make ``info`` known to every predictor in this process (models uploaded to the live service)."""
+    existing = load_catalog().get(info.name)
+    if existing is not None and existing != info:
+        raise HorusInputError("model", f"model {info.name!r} is already in the catalog with other features")
+    load_catalog()[info.name] = info

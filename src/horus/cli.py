@@ -19,11 +19,14 @@ from horus.errors import HorusInputError
 COMMAND_MODULES: tuple[str, ...] = (
     "horus.sim.commands",
     "horus.truth.commands",
+    "horus.traces.commands",
     "horus.graph.commands",
     "horus.learn.commands",
     "horus.profiling.commands",
+    "horus.profiling.train",
     "horus.colocation.commands",
     "horus.interference.commands",
+    "horus.service.commands",
     "horus.k8s.commands",
 )
 

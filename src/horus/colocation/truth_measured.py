@@ -55,8 +55,9 @@ class MeasuredTruth(TruthModel):
 
     # -- measured sets -------------------------------------------------------------------------
     def _load_sets(self, coloc: Any) -> None:
-        if "precision" in coloc.columns:
-            coloc = coloc[coloc["precision"] == self.precision]
+        if "precision" in coloc.columns:  # whole sets only: a mixed fp32/AMP pair is not a one-job "set"
+            same = coloc.groupby("set_id")["precision"].transform(lambda p: (p == self.precision).all())
+            coloc = coloc[same]
         ok_sets = coloc.groupby(["set_id", "repeat"])["status"].transform(lambda s: (s == "ok").all())
         for _, group in coloc[ok_sets].groupby("set_id"):
             types = [job_type_key(m, int(b)) for m, b in zip(group["model"], group["batch_size"])]

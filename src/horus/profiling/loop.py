@@ -76,7 +76,7 @@ def _one_line(exc: BaseException) -> str:
     return text[:300]
 
 
-class _Trainer:
+class Trainer:
     """Builds the model, optimizer and one synthetic batch; :meth:`step` runs one training iteration."""
 
     def __init__(self, spec: TrainableModel, job: JobConfig, settings: LoopSettings, device: Any) -> None:
@@ -117,14 +117,14 @@ class _Trainer:
             torch.cuda.synchronize(self.device)
 
 
-def _warm_up(trainer: _Trainer, settings: LoopSettings) -> None:
+def _warm_up(trainer: Trainer, settings: LoopSettings) -> None:
     started, iters = time.monotonic(), 0
     while iters < settings.warmup_iters or time.monotonic() - started < settings.warmup_s:
         trainer.step()
         iters += 1
 
 
-def _wait_for_go(trainer: _Trainer, barrier: FileBarrier, member: int) -> float | None:
+def _wait_for_go(trainer: Trainer, barrier: FileBarrier, member: int) -> float | None:
     """Signal ready, keep training until the common start time; None when the launcher aborts."""
     barrier.signal_ready(member)
     deadline = time.monotonic() + BARRIER_TIMEOUT_S
@@ -140,7 +140,7 @@ def _wait_for_go(trainer: _Trainer, barrier: FileBarrier, member: int) -> float 
     raise TimeoutError(f"no start signal from the launcher within {BARRIER_TIMEOUT_S:.0f} s")
 
 
-def _measure(trainer: _Trainer, window_s: float) -> tuple[float, float, list[float]]:
+def _measure(trainer: Trainer, window_s: float) -> tuple[float, float, list[float]]:
     start = time.time()
     end_at, durations, now = start + window_s, [], start
     while now < end_at:
@@ -151,7 +151,7 @@ def _measure(trainer: _Trainer, window_s: float) -> tuple[float, float, list[flo
     return start, now, durations
 
 
-def _linger(trainer: _Trainer, barrier: FileBarrier, member: int) -> None:
+def _linger(trainer: Trainer, barrier: FileBarrier, member: int) -> None:
     """After the window: keep loading the GPU until every partner has measured (errors end it quietly)."""
     barrier.signal_done(member)
     deadline = time.monotonic() + BARRIER_TIMEOUT_S
@@ -188,7 +188,7 @@ def profile_job(job: JobConfig, settings: LoopSettings, repeat: int = 0,
     try:
         spec = resolve_model(job.model)
         row.update(family=spec.family, input_size=job.input_size or spec.default_input_size)
-        trainer = _Trainer(spec, job, settings, device)
+        trainer = Trainer(spec, job, settings, device)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         _warm_up(trainer, settings)

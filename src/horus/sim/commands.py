@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from datetime import datetime, timezone
 from importlib import resources
@@ -18,6 +19,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("p95_jct_s", "p95 JCT h", "{:.2f}"),
     ("mean_wait_s", "mean wait h", "{:.2f}"),
     ("p95_wait_s", "p95 wait h", "{:.2f}"),
+    ("goodput", "goodput %", "{:.1f}"),
     ("gpu_util_mean", "GPU util %", "{:.1f}"),
     ("gpu_mem_occupancy_mean", "GPU mem %", "{:.1f}"),
     ("colocated_share", "co-loc %", "{:.1f}"),
@@ -28,7 +30,8 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 INTERFERENCE_POLICIES: tuple[str, ...] = ("geng", "horus-iasp")  # policies taking model_dir=
 _HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
-_PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share"}
+_PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share", "goodput"}
+_BOUNDS = {"makespan_s": "makespan_lower_bound_s", "mean_jct_s": "mean_jct_lower_bound_s"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,6 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="policy to run (repeatable; default: every registered policy)")
     p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
     p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--interference-scale", type=float, default=1.0, metavar="S",
+                   help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)); 0 = free, 1 = the truth (default)")
     p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
     p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--interference-model", type=Path, metavar="DIR",
@@ -109,6 +114,13 @@ def format_table(summary: dict[str, dict[str, float]]) -> str:
             value = value / 3600 if key in _HOURS else value * 100 if key in _PERCENT else value
             row.append(fmt.format(value))
         rows.append(row)
+    first = next(iter(summary.values()), {})
+    if any(bound in first for bound in _BOUNDS.values()):  # every policy ran the same jobs: one bound row
+        row = ["lower bound"]
+        for key, _, fmt in SUMMARY_COLUMNS:
+            value = first.get(_BOUNDS.get(key, ""))
+            row.append("-" if value is None else fmt.format(value / 3600 if key in _HOURS else value))
+        rows.append(row)
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -144,7 +156,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         if name not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
 
+    if not (math.isfinite(args.interference_scale) and 0 <= args.interference_scale <= 100):
+        raise HorusInputError("--interference-scale", f"expected a number in [0, 100], got {args.interference_scale}")
     truth = build_truth(args.truth, args.gavel, cluster)
+    if args.interference_scale != 1.0:
+        from horus.truth.scaled import ScaledInterference
+
+        truth = ScaledInterference(truth, args.interference_scale)
     predictor = build_predictor(args.predictor, args.predictor_dir)
     trace = load_trace(trace_path, fmt)
     if args.sampler not in SAMPLERS:

@@ -19,6 +19,7 @@ from horus.cluster import Cluster, GPUType
 from horus.comm import allreduce_time_s, gradient_bytes
 from horus.core import InvalidActionError, SchedulerCore  # noqa: F401  (re-exported)
 from horus.errors import HorusInputError
+from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Policy
 from horus.predict.base import Predictor
@@ -352,11 +353,26 @@ class _Engine:
         run.iterations_done = live.spec.iterations - live.remaining
 
     # ---- results -------------------------------------------------------------------------------
+    def solo_durations(self) -> dict[str, float]:
+        """Each admitted job's shortest possible run: iterations x true solo iteration time on the fastest
+        GPU type it accepts here (no waiting, no co-runners, no communication)."""
+        types = {t.name: t for t in self.gpu_type}
+        out = {}
+        for job_id, record in self.records.items():
+            if record.status == "rejected":
+                continue
+            spec = record.spec
+            accepted = accepted_gpu_types(spec.gpu_type_request)
+            times = [self.solo(spec.job_type, t).iter_time_s for name, t in types.items()
+                     if accepted is None or name in accepted]
+            out[job_id] = spec.iterations * min(times)
+        return out
+
     def result(self, wall_s: float) -> SimResult:
         records = list(self.records.values())
         jobs = job_frame(records)
         end = float(jobs["end"].max()) if jobs["end"].notna().any() else self.metrics.start_time
-        summary = summarize(jobs, self.metrics, self.preemptions)
+        summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations())
         return SimResult(self.policy.name, summary, jobs, self.metrics.gpu_frame(end),
                          self.metrics.timeline_frame(self.config.timeline_points), self.events_processed, wall_s)
 

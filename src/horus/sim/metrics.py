@@ -86,6 +86,11 @@ class MetricsRecorder:
         self._mem[gpu] = mem_mib
         self._busy[gpu] = mem_mib > 0 or util > 0
 
+    def busy_seconds(self) -> list[float]:
+        """Per GPU, the time it held at least one job so far (open intervals included)."""
+        return [b + (self._now - since if busy else 0.0)
+                for b, since, busy in zip(self._busy_int, self._since, self._busy)]
+
     @property
     def now(self) -> float:
         """Time up to which the cluster-wide integrals are accumulated."""
@@ -144,8 +149,10 @@ def _stat(values: pd.Series, fn: str) -> float:
     return float(np.percentile(values.to_numpy(), 95))
 
 
-def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int) -> dict[str, float | int]:
-    """The summary dict (docs/metrics.md) from per-job records and the recorder's integrals."""
+def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
+              solo_s: dict[str, float] | None = None) -> dict[str, float | int]:
+    """The summary dict (docs/metrics.md) from per-job records, the recorder's integrals and each
+    admitted job's solo duration (for goodput and the lower bounds)."""
     first_submit = recorder.start_time
     completed = jobs[jobs["status"] == "completed"]
     end = float(completed["end"].max()) if not completed.empty else recorder.now
@@ -169,9 +176,34 @@ def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int) -
         "p95_wait_s": _stat(jobs["wait"], "p95"),
         "gpu_util_mean": float(util_mean),
         "gpu_mem_occupancy_mean": float(mem_mean),
+        "gpu_allocated_share": float(sum(recorder.busy_seconds()) / (n_gpus * span)) if span > 0 else math.nan,
         "colocated_share": float(jobs["colocated"].mean()) if len(jobs) else math.nan,
         "mean_slowdown": _stat(completed["slowdown"], "mean"),
         "p95_slowdown": _stat(completed["slowdown"], "p95"),
         "oom_failures": int(jobs["oom_failures"].sum()),
         "preemptions": int(preemptions),
+        **_bounds_and_goodput(jobs, completed, solo_s or {}, first_submit, span, n_gpus),
+    }
+
+
+def _bounds_and_goodput(jobs: pd.DataFrame, completed: pd.DataFrame, solo_s: dict[str, float], t0: float,
+                        span: float, n_gpus: int) -> dict[str, float]:
+    """Lower bounds every schedule of these jobs on this cluster must respect, and goodput."""
+    if not solo_s:
+        return {}
+    admitted = jobs[jobs["job_id"].isin(list(solo_s))]
+    solo = admitted["job_id"].map(solo_s).to_numpy(float)
+    gpus = admitted["num_gpus"].to_numpy(float)
+    arrival_bound = float(np.max(admitted["submit"].to_numpy(float) + solo) - t0) if len(solo) else math.nan
+    work_bound = float(np.sum(gpus * solo) / n_gpus)
+    solo_done = completed["job_id"].map(solo_s).to_numpy(float)
+    done = solo_done * completed["num_gpus"].to_numpy(float)
+    stretch = completed["jct"].to_numpy(float) / solo_done if len(solo_done) else np.array([math.nan])
+    return {
+        "makespan_lower_bound_s": max(arrival_bound, work_bound),
+        "mean_jct_lower_bound_s": float(np.mean(solo)) if len(solo) else math.nan,
+        "goodput": float(np.sum(done) / (n_gpus * span)) if span > 0 else math.nan,
+        "mean_stretch": float(np.mean(stretch)),
+        "p95_stretch": float(np.percentile(stretch, 95)),
+        "max_stretch": float(np.max(stretch)),
     }

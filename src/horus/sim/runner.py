@@ -11,8 +11,10 @@ from horus.plugins import load_all
 from horus.policies.base import POLICIES
 from horus.predict.base import Predictor
 from horus.sim.engine import SimConfig, SimResult, simulate
+from horus.sim.leakage import check_model_disjoint
 from horus.sim.outputs import environment, safe_name, sha256_file, utc_timestamp, write_json, write_table
 from horus.sim.plots import plot_comparison
+from horus.sim.report import write_report
 from horus.truth.base import TruthModel
 
 
@@ -20,6 +22,13 @@ def write_run(result: SimResult, folder: Path) -> list[Path]:
     """``<folder>/{jobs,gpus,timeline}.parquet`` (CSV without pyarrow)."""
     return [write_table(result.jobs, folder / "jobs"), write_table(result.gpus, folder / "gpus"),
             write_table(result.timeline, folder / "timeline")]
+
+
+def split_label(entry: str) -> tuple[str, str]:
+    """``"horus-solo=horus"`` -> ``("horus-solo", "horus")``: one policy may run under several labels with
+    different options (``policy_options`` keyed by label); a plain name is its own label."""
+    label, sep, name = entry.partition("=")
+    return (label, name) if sep else (entry, entry)
 
 
 def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list[str], truth: TruthModel,
@@ -31,20 +40,27 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
     The summary is ``{"policies": {name: summary}, "num_jobs", "num_gpus"}`` (also ``summary.json``).
     ``manifest.json`` records versions, configuration, descriptions of every component, the hash of
     every file written and ``manifest_extra`` (trace path + sha256, sampler, seed...).
-    ``policy_options`` maps a policy name to keyword arguments of its factory.
+    ``policy_names`` entries may be ``LABEL=NAME`` (``split_label``); ``policy_options`` maps a label (or a
+    policy name) to keyword arguments of its factory.
     """
     outdir = Path(outdir)
+    truth_description = truth.describe()
+    for options in (policy_options or {}).values():  # models a policy reads must not know the truth's data
+        if options.get("model_dir") is not None:
+            check_model_disjoint(Path(str(options["model_dir"])), truth_description)
     outdir.mkdir(parents=True, exist_ok=True)
     load_all("horus.policies")
     results: dict[str, SimResult] = {}
     described: dict[str, object] = {}
     written: list[Path] = []
-    for name in policy_names:
-        policy = POLICIES.create(name, **dict((policy_options or {}).get(name, {})))
+    for entry in policy_names:
+        label, name = split_label(entry)
+        options = (policy_options or {}).get(label, (policy_options or {}).get(name, {}))
+        policy = POLICIES.create(name, **dict(options))
         result = simulate(jobs, cluster, policy, truth, predictor, config, progress=progress)
-        described[name] = policy.describe()  # after the run: lazily loaded models describe themselves
-        results[name] = result
-        written += write_run(result, outdir / safe_name(name))
+        described[label] = {**policy.describe(), **({"registered_as": name} if label != name else {})}
+        results[label] = result
+        written += write_run(result, outdir / safe_name(label))
     summary: dict[str, object] = {
         "policies": {name: {**r.summary, "wall_s": r.wall_s, "events": r.events_processed}
                      for name, r in results.items()},
@@ -58,11 +74,15 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         "versions": environment(),
         "config": config.describe(),
         "cluster": cluster.describe(),
-        "truth": truth.describe(),
+        "truth": truth_description,
         "predictor": predictor.describe(),
         "policies": described,
         **dict(manifest_extra or {}),
         "outputs": {str(p.relative_to(outdir)): sha256_file(p) for p in written},
     }
     write_json(manifest, outdir / "manifest.json")
+    trace = (manifest_extra or {}).get("trace", {})
+    source = Path(str(trace.get("path"))).name if isinstance(trace, Mapping) and trace.get("path") else "jobs"
+    write_report(outdir / "report.html", f"Horus simulation: {source} on {cluster.num_gpus} GPUs, truth {truth.name}",
+                 summary, manifest, [p for p in written if p.suffix == ".png"])
     return summary

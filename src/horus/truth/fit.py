@@ -253,6 +253,94 @@ def fit_slowdown_model(gavel: GavelThroughputs, seed: int = 0, *, test_fraction:
     )
 
 
+# ---- the law on a given input scale -----------------------------------------------------------
+
+@dataclass
+class ScalarFit:
+    """(alpha, beta, gamma) fitted with each job type's input ``u`` fixed (not latent)."""
+
+    gpu: str
+    sha256: str
+    seed: int
+    inputs: str  # what u is, e.g. "parametric physical utilization (seed 0)"
+    params: SlowdownParams
+    heldout: Metrics
+    heldout_baseline_mae: float
+    in_sample: Metrics
+    pair_sum: dict[str, float]  # median x_a + x_b and share below 1: measured vs this law, all unordered pairs
+
+    def report(self) -> str:
+        p, h, s = self.params, self.heldout, self.in_sample
+        ps = self.pair_sum
+        return "\n".join([
+            f"Gavel {self.gpu} co-location law on fixed inputs: {self.inputs} (sha256 {self.sha256[:12]}..., seed "
+            f"{self.seed})",
+            f"  form: {FORM}",
+            f"  alpha={p.alpha:.4f} beta={p.beta:.4f} gamma={p.gamma:.4f}",
+            f"  held-out ({h.n} obs): MAE={h.mae:.4f} RMSE={h.rmse:.4f} R2={h.r2:.3f} Spearman={h.spearman:.3f}"
+            f" (constant-mean baseline MAE={self.heldout_baseline_mae:.4f})",
+            f"  in-sample ({s.n} obs): MAE={s.mae:.4f} Spearman={s.spearman:.3f}",
+            f"  pair sum x_a + x_b over {int(ps['pairs'])} pairs: median measured {ps['median_measured']:.3f}, "
+            f"law {ps['median_law']:.3f}; below 1: measured {ps['below_one_measured']:.0%}, law "
+            f"{ps['below_one_law']:.0%}; correlation {ps['correlation']:.2f}",
+        ])
+
+
+def fit_scalars(gavel: GavelThroughputs, inputs: dict[str, float], label: str, seed: int = 0, *,
+                test_fraction: float = 0.2, both_at_solo: str = "keep") -> ScalarFit:
+    """Fit only (alpha, beta, gamma) to ``gavel``'s pairs with ``u`` = ``inputs[type]`` (clipped to
+    UTIL_BOUNDS): the law then expects inputs on that scale (e.g. a world's physical utilization)."""
+    from scipy.optimize import least_squares
+
+    types = gavel.job_types()
+    missing = [t for t in types if t not in inputs]
+    if missing:
+        raise HorusInputError("inputs", f"no input utilization for {', '.join(missing)}")
+    u = np.clip(np.array([inputs[t] for t in types], dtype=float), *UTIL_BOUNDS)
+    obs = _observations(gavel, types, both_at_solo)
+
+    def solve(mask: np.ndarray) -> np.ndarray:
+        def residual(p: np.ndarray) -> np.ndarray:
+            return _predict(np.concatenate([p, u]), obs, mask) - obs.value[mask]
+
+        def jac(p: np.ndarray) -> np.ndarray:
+            return _jacobian(np.concatenate([p, u]), obs, mask)[:, :3]
+
+        lower = [PARAM_BOUNDS[k][0] for k in ("alpha", "beta", "gamma")]
+        upper = [PARAM_BOUNDS[k][1] for k in ("alpha", "beta", "gamma")]
+        with _single_threaded_blas():
+            return least_squares(residual, np.array([1.0, 1.0, 1.0]), jac=jac, bounds=(lower, upper),
+                                 x_scale="jac", max_nfev=2000).x
+
+    n_groups = int(obs.group.max()) + 1
+    rng = np.random.default_rng(seed)
+    test = np.isin(obs.group, rng.permutation(n_groups)[: max(1, round(test_fraction * n_groups))])
+    split = solve(~test)
+    heldout = _metrics(_predict(np.concatenate([split, u]), obs, test), obs.value[test])
+    baseline = float(np.mean(np.abs(obs.value[test] - obs.value[~test].mean())))
+    everything = np.ones(len(obs.value), dtype=bool)
+    params = solve(everything)
+    law = _predict(np.concatenate([params, u]), obs, everything)
+    per_pair = np.bincount(obs.group) / 2.0  # a pair listed in both orders has 4 observations
+    measured_sum = np.bincount(obs.group, weights=obs.value) / per_pair
+    law_sum = np.bincount(obs.group, weights=law) / per_pair
+    pair_sum = {"pairs": float(len(measured_sum)), "median_measured": float(np.median(measured_sum)),
+                "median_law": float(np.median(law_sum)), "below_one_measured": float(np.mean(measured_sum < 1)),
+                "below_one_law": float(np.mean(law_sum < 1)),
+                "correlation": float(np.corrcoef(measured_sum, law_sum)[0, 1])}
+    return ScalarFit(gavel.gpu, gavel.sha256, seed, label, SlowdownParams(*(float(v) for v in params)), heldout,
+                     baseline, _metrics(law, obs.value), pair_sum)
+
+
+def parametric_inputs(gavel: GavelThroughputs, gpu_type_name: str = "V100", seed: int = 0) -> dict[str, float]:
+    """The solo utilization the ``parametric`` world gives each Gavel job type: what its law is fed."""
+    from horus.gpu_types import PRESETS
+    from horus.truth.parametric import ParametricTruth
+
+    world = ParametricTruth(seed=seed, slowdown=SlowdownParams(1.0, 1.0, 1.0))  # solo values only
+    return {t: world.solo(t, PRESETS[gpu_type_name]).util for t in gavel.job_types()}
+
+
 # ---- entry point -----------------------------------------------------------------------------
 
 def params_json(result: FitResult, command: str) -> dict[str, object]:
@@ -288,7 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-params", nargs="?", const="", default=None, metavar="PATH",
                         help="write the fitted scalars (default: the package's horus/data/truth_params.json)")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
+    parser.add_argument("--inputs", choices=("latent", "physical"), default="physical",
+                        help="u of each job type: 'physical' = the parametric world's solo utilization, fixed, "
+                             "only the 3 scalars fitted (what the parametric truth uses; default); 'latent' = "
+                             "fitted per type (Gavel's inferred intensity, used by the gavel truth)")
     args = parser.parse_args(argv)
+    if args.inputs == "physical":
+        return _main_physical(args)
     try:
         result = fit_slowdown_model(load_gavel(args.gavel, args.gpu), args.seed, both_at_solo=args.both_at_solo)
     except HorusInputError as exc:
@@ -300,6 +394,32 @@ def main(argv: list[str] | None = None) -> int:
         command = (f"python -m horus.truth.fit --gavel <shared>/gavel/simulation_throughputs.json --gpu {args.gpu} "
                    f"--seed {args.seed} --both-at-solo {args.both_at_solo} --write-params")
         target.write_text(json.dumps(params_json(result, command), indent=2) + "\n")
+        print(f"wrote {target}")
+    return 0
+
+
+def _main_physical(args: argparse.Namespace) -> int:
+    try:
+        gavel = load_gavel(args.gavel, args.gpu)
+        result = fit_scalars(gavel, parametric_inputs(gavel), "parametric physical utilization (seed 0)", args.seed,
+                             both_at_solo=args.both_at_solo)
+    except HorusInputError as exc:
+        print(f"horus: error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(asdict(result), indent=2) if args.json else result.report())
+    if args.write_params is not None:
+        target = Path(args.write_params) if args.write_params else Path(__file__).resolve().parents[1] / "data" / PARAMS_FILE
+        h = result.heldout
+        data = {"form": FORM, **asdict(result.params), "inputs": result.inputs, "provenance": {
+            "command": f"horus truth fit --gavel <shared>/gavel/simulation_throughputs.json --gpu {args.gpu} "
+                       f"--inputs physical --seed {args.seed} --both-at-solo {args.both_at_solo} --write-params",
+            "data_file": "Gavel scheduler/simulation_throughputs.json (MIT)", "data_sha256": result.sha256,
+            "gpu": result.gpu, "seed": result.seed, "date": dt.date.today().isoformat(),
+            "heldout_mae": round(h.mae, 5), "heldout_rmse": round(h.rmse, 5), "heldout_spearman": round(h.spearman, 4),
+            "heldout_baseline_mae": round(result.heldout_baseline_mae, 5),
+            "in_sample_mae": round(result.in_sample.mae, 5),
+            "pair_sum": {k: round(v, 4) for k, v in result.pair_sum.items()}}}
+        target.write_text(json.dumps(data, indent=2) + "\n")
         print(f"wrote {target}")
     return 0
 

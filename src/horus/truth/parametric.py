@@ -15,8 +15,10 @@ job-type name): util and time lognormal (sigma UTIL_SIGMA, TIME_SIGMA), allocato
 uniform in [MEM_OVERHEAD_MIN, MEM_OVERHEAD_MAX]. They stand for what graph features do not explain, so
 that no predictor can be exact by construction.
 
-Co-location uses ``fit.normalized_throughputs`` with the scalars of ``horus/data/truth_params.json``
-(fitted on Gavel's V100 pairs; per-type Gavel values are not shipped).
+Co-location uses ``fit.normalized_throughputs`` with the scalars of ``horus/data/truth_params.json``,
+fitted on Gavel's measured V100 pairs with *this world's own solo utilization* of each Gavel job type
+as the law's input (``horus truth fit --inputs physical``), so the law is fed values on the scale it
+was fitted on. Its held-out error and pair-sum calibration are recorded in that file (docs/truth.md).
 """
 
 from __future__ import annotations
@@ -137,7 +139,8 @@ class ParametricTruth(TruthModel):
         return {
             "name": self.name, "seed": self.seed,
             "slowdown": {"alpha": self.slowdown.alpha, "beta": self.slowdown.beta, "gamma": self.slowdown.gamma,
-                         "source": "horus/data/truth_params.json (fitted on Gavel V100 pairs)"},
+                         "source": "horus/data/truth_params.json (fitted on Gavel V100 pairs, inputs: this world's "
+                                   "solo utilization)"},
             "v100_peak_flops": V100_PEAK_FLOPS, "family_efficiency": FAMILY_EFFICIENCY,
             "family_host_s": FAMILY_HOST_S, "host_per_op_s": HOST_PER_OP_S,
             "synthetic_deviations": {"util_sigma": UTIL_SIGMA, "time_sigma": TIME_SIGMA,

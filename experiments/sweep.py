@@ -1,0 +1,189 @@
+"""The evaluation sweep: load x truth x interference scale x seed, every comparison with its ablation and bound.
+
+Workloads come from ``horus trace generate`` (Poisson streams at offered loads 0.6 / 1.0 / 1.5, and a
+work-bound batch; 400 jobs each) on the embedded 64-GPU cluster. Worlds: the calibrated ``parametric``
+truth at interference scales 0.5 / 1 / 2 (cheap -> dear co-location) and, when ../shared/data is present,
+Gavel's measured V100 pairs (``gavel``). Policies: FIFO-exclusive, Horus, Horus with co-location off
+(``horus-solo``: the same rule with one job per GPU), SJF-exclusive, SJF-Horus and its ablation,
+Tiresias, Gandiva. Every cell also reports the makespan and mean-JCT lower bounds.
+
+    python experiments/sweep.py [--seeds 3] [--jobs 400] [--workers 2]
+
+Writes experiments/results/sweep.json (every cell's summaries), sweep.md (one table per world and
+workload: mean over seeds, and each policy's change against FIFO-exclusive and against its own ablation)
+and sweep_jct.png (mean JCT vs offered load). Per-cell outputs (tables, plots, report.html) go to
+results/sweep/ (not committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+GAVEL = ROOT.parent / "shared" / "data" / "gavel" / "simulation_throughputs.json"
+OUT = ROOT / "experiments" / "results"
+POLICIES = ["fifo-exclusive", "horus", "horus-solo=horus", "sjf-exclusive", "sjf-horus", "sjf-horus-solo=sjf-horus",
+            "tiresias", "gandiva"]
+OPTIONS = {"horus-solo": {"max_residents": 1}, "sjf-horus-solo": {"placement_args": {"max_residents": 1}}}
+ABLATION = {"horus": "horus-solo", "sjf-horus": "sjf-horus-solo"}
+WORKLOADS = [("stream", 0.6), ("stream", 1.0), ("stream", 1.5), ("batch", 1.0)]
+METRICS = ("makespan_s", "mean_jct_s", "p95_jct_s", "mean_wait_s", "goodput", "colocated_share", "mean_slowdown",
+           "max_stretch", "oom_failures", "makespan_lower_bound_s", "mean_jct_lower_bound_s")
+
+
+def worlds(with_gavel: bool) -> list[tuple[str, float]]:
+    out = [("parametric", 0.5), ("parametric", 1.0), ("parametric", 2.0)]
+    return out + [("gavel", 1.0)] if with_gavel else out
+
+
+def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    """One (workload, world, seed): generate the trace, simulate every policy, return the summaries."""
+    from horus.clusterspec import load_cluster
+    from horus.plugins import load_all
+    from horus.predict.analytic import AnalyticPredictor
+    from horus.sim.engine import SimConfig
+    from horus.sim.runner import run_comparison
+    from horus.traces import load_trace, materialize
+    from horus.traces.generate import WorkloadSpec, generate_workload, write_trace
+    from horus.traces.sampler import SAMPLERS
+    from horus.truth.base import TRUTH_MODELS
+    from horus.truth.scaled import ScaledInterference
+
+    load_all("horus.truth")
+    folder = ROOT / "results" / "sweep" / cell["name"]
+    folder.mkdir(parents=True, exist_ok=True)
+    cluster = load_cluster(ROOT / "src" / "horus" / "data" / "default_cluster.yaml")
+    spec = WorkloadSpec(kind=cell["kind"], num_jobs=cell["jobs"], load=cell["load"], cluster_gpus=cluster.num_gpus,
+                        seed=cell["seed"])
+    rows, workload = generate_workload(spec)
+    trace_path = folder / "trace.csv"
+    write_trace(trace_path, rows, spec, workload)
+    truth = (TRUTH_MODELS.create("gavel", path=GAVEL, gpus=["v100"]) if cell["truth"] == "gavel"
+             else TRUTH_MODELS.create("parametric", seed=cell["seed"]))
+    if cell["scale"] != 1.0:
+        truth = ScaledInterference(truth, cell["scale"])
+    jobs = materialize(load_trace(trace_path, "horus"), truth, SAMPLERS.create("by-size-duration", seed=cell["seed"]),
+                       cluster.gpus[0].gpu_type, seed=cell["seed"])
+    began = time.perf_counter()
+    summary = run_comparison(jobs, cluster, POLICIES, truth, AnalyticPredictor(), SimConfig(), folder,
+                             {"trace": {"path": str(trace_path), "generated": workload}, "seed": cell["seed"]},
+                             policy_options=OPTIONS)
+    return {**cell, "workload": workload, "wall_s": time.perf_counter() - began,
+            "policies": {p: {m: v.get(m) for m in METRICS} for p, v in summary["policies"].items()}}
+
+
+def aggregate(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and std over seeds per (world, workload, policy), with changes against FIFO-exclusive and the ablation."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for cell in cells:
+        groups.setdefault((cell["truth"], cell["scale"], cell["kind"], cell["load"]), []).append(cell)
+    rows = []
+    for (truth, scale, kind, load), members in sorted(groups.items()):
+        for label in members[0]["policies"]:
+            values = {m: [c["policies"][label][m] for c in members] for m in METRICS}
+            row: dict[str, Any] = {"truth": truth, "scale": scale, "kind": kind, "load": load, "policy": label,
+                                   "seeds": len(members)}
+            for m, vs in values.items():
+                arr = np.array([np.nan if v is None else v for v in vs], dtype=float)
+                row[m] = float(np.nanmean(arr)) if np.isfinite(arr).any() else None
+                row[f"{m}_std"] = float(np.nanstd(arr)) if np.isfinite(arr).any() else None
+            for ref_name, ref in (("vs_fifo", "fifo-exclusive"), ("vs_ablation", ABLATION.get(label))):
+                if ref is None:
+                    continue
+                for m in ("makespan_s", "mean_jct_s"):  # per-seed relative change, then the mean
+                    changes = [c["policies"][label][m] / c["policies"][ref][m] - 1 for c in members]
+                    row[f"{m}_{ref_name}"] = float(np.mean(changes))
+            rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["# Sweep results (experiments/sweep.py)", "",
+             "Mean over seeds; hours. `vs FIFO` and `vs ablation` are mean per-seed relative changes of mean JCT "
+             "(negative = better); the ablation is the same policy with co-location off. `LB` = lower bound.", ""]
+    current = None
+    for r in rows:
+        key = (r["truth"], r["scale"], r["kind"], r["load"])
+        if key != current:
+            current = key
+            load = f"offered load {r['load']}" if r["kind"] == "stream" else "batch (work-bound)"
+            lines += ["", f"## {r['truth']} truth, interference x{r['scale']}, {load}", "",
+                      f"LB makespan {r['makespan_lower_bound_s'] / 3600:.2f} h, LB mean JCT "
+                      f"{r['mean_jct_lower_bound_s'] / 3600:.2f} h", "",
+                      "| policy | makespan h | mean JCT h | p95 JCT h | mean wait h | goodput % | co-located % | "
+                      "max stretch | JCT vs FIFO | JCT vs ablation | makespan vs FIFO |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+        def pct(x: float | None) -> str:
+            return "-" if x is None else f"{100 * x:+.1f} %"
+
+        lines.append(
+            f"| {r['policy']} | {r['makespan_s'] / 3600:.2f} ± {r['makespan_s_std'] / 3600:.2f} | "
+            f"{r['mean_jct_s'] / 3600:.2f} ± {r['mean_jct_s_std'] / 3600:.2f} | {r['p95_jct_s'] / 3600:.2f} | "
+            f"{r['mean_wait_s'] / 3600:.2f} | {100 * r['goodput']:.1f} | {100 * r['colocated_share']:.0f} | "
+            f"{r['max_stretch']:.1f} | {pct(r.get('mean_jct_s_vs_fifo'))} | {pct(r.get('mean_jct_s_vs_ablation'))} | "
+            f"{pct(r.get('makespan_s_vs_fifo'))} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["truth"], r["scale"]) for r in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, (truth, scale) in zip(axes[0], panels):
+        for label in dict.fromkeys(r["policy"] for r in rows):
+            pts = sorted((r["load"], r["mean_jct_s"] / 3600) for r in rows if r["truth"] == truth
+                         and r["scale"] == scale and r["kind"] == "stream" and r["policy"] == label)
+            if pts:
+                ax.plot(*zip(*pts), marker="o", lw=1, label=label, ls="--" if "solo" in label else "-")
+        ax.set_title(f"{truth}, interference x{scale}", fontsize=9)
+        ax.set_xlabel("offered load")
+        ax.set_ylabel("mean JCT (h)")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=400)
+    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    args = parser.parse_args()
+    cells = [{"name": f"{truth}-x{scale}-{kind}-{load}-s{seed}", "truth": truth, "scale": scale, "kind": kind,
+              "load": load, "seed": seed, "jobs": args.jobs}
+             for truth, scale in worlds(GAVEL.is_file()) for kind, load in WORKLOADS for seed in range(args.seeds)]
+    began = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = []
+        for i, result in enumerate(pool.map(run_cell, cells), start=1):
+            results.append(result)
+            print(f"[{i}/{len(cells)}] {result['name']} ({result['wall_s']:.0f} s)", file=sys.stderr, flush=True)
+    rows = aggregate(results)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "sweep.json").write_text(json.dumps({"command": " ".join(sys.argv), "policies": POLICIES,
+                                                "options": OPTIONS, "cells": results, "aggregate": rows,
+                                                "wall_s": time.perf_counter() - began}, indent=1) + "\n")
+    (OUT / "sweep.md").write_text(markdown(rows))
+    plot(rows, OUT / "sweep_jct.png")
+    print(f"wrote {OUT / 'sweep.json'}, sweep.md, sweep_jct.png in {time.perf_counter() - began:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

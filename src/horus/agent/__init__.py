@@ -1,0 +1,1 @@
+"""Node agent: runs the jobs the server places on the GPUs of its machine (docs/service.md)."""

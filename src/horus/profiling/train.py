@@ -1,0 +1,94 @@
+"""``horus train MODEL``: a reference training job for the live service (zoo model, synthetic data).
+
+It reports progress with ``horus.report``, checkpoints model and optimizer every ``--checkpoint-every``
+iterations into ``$HORUS_CHECKPOINT_DIR`` (or ``--checkpoint-dir``), resumes from the checkpoint on the
+next attempt, and on SIGTERM (preemption, cancel) saves a checkpoint before it exits. Submit it with
+``horus submit --model resnet50 --batch-size 64 --iterations 500 -- horus train resnet50 --batch-size 64
+--iterations 500``. Needs torch (``pip install -e '.[graph]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import time
+from pathlib import Path
+
+from horus.errors import HorusInputError
+
+CHECKPOINT = "horus_train.pt"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("train", help="train a zoo model on synthetic data (a job to submit to horus serve)",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("model", help="zoo model name (see horus features --help)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--iterations", type=int, default=100)
+    p.add_argument("--input-size", type=int, help="input size (default: the model's)")
+    p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
+    p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    p.add_argument("--checkpoint-every", type=int, default=100, help="iterations between checkpoints (0: never)")
+    p.add_argument("--checkpoint-dir", type=Path, help="default $HORUS_CHECKPOINT_DIR")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run_train)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    if args.batch_size < 1 or args.iterations < 1 or args.checkpoint_every < 0:
+        raise HorusInputError("horus train", "--batch-size and --iterations must be positive, "
+                                             "--checkpoint-every >= 0")
+    import torch
+
+    import horus
+    from horus.profiling.campaign import JobConfig
+    from horus.profiling.loop import LoopSettings, Trainer
+    from horus.profiling.models import resolve_model
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise HorusInputError("--device", f"CUDA is not available to torch {torch.__version__}")
+    device = torch.device("cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu")
+    spec = resolve_model(args.model)
+    settings = LoopSettings(device=device.type, optimizer=args.optimizer, seed=args.seed)
+    trainer = Trainer(spec, JobConfig(args.model, args.batch_size, args.precision, args.input_size), settings, device)
+    folder = args.checkpoint_dir or (Path(os.environ["HORUS_CHECKPOINT_DIR"]) if os.environ.get("HORUS_CHECKPOINT_DIR")
+                                     else None)
+    path = folder / CHECKPOINT if folder else None
+    start = 0
+    if path is not None and path.exists():
+        state = torch.load(path, map_location=device, weights_only=True)
+        trainer.module.load_state_dict(state["model"])
+        trainer.optimizer.load_state_dict(state["optimizer"])
+        start = int(state["iteration"])
+        print(f"horus train: resumed {args.model} from iteration {start} ({path})", flush=True)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+
+    def save(iteration: int) -> None:
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save({"model": trainer.module.state_dict(), "optimizer": trainer.optimizer.state_dict(),
+                    "iteration": iteration}, tmp)
+        os.replace(tmp, path)
+
+    began = time.perf_counter()
+    done = start
+    for done in range(start + 1, args.iterations + 1):
+        trainer.step()
+        horus.report(done - start)
+        if stopping:
+            save(done)
+            print(f"horus train: stopped at iteration {done} (checkpoint saved)", flush=True)
+            return 128 + signal.SIGTERM
+        if args.checkpoint_every and done % args.checkpoint_every == 0:
+            save(done)
+    save(done)
+    elapsed = time.perf_counter() - began
+    print(f"horus train: {args.model} b{args.batch_size} {done - start} iterations on {device} in {elapsed:.1f} s "
+          f"({(done - start) / elapsed:.2f} it/s)", flush=True)
+    return 0
+

@@ -1,0 +1,1 @@
+"""The live service: `horus serve` (API, store, scheduler) and its CLI verbs (docs/service.md)."""

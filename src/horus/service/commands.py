@@ -1,0 +1,320 @@
+"""CLI of the live service: ``horus serve``, ``agent``, ``submit``, ``jobs``, ``job``, ``cancel``, ``top``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from horus.errors import HorusInputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    _serve(subparsers)
+    _agent(subparsers)
+    _submit(subparsers)
+    _client_parser(subparsers, "jobs", "list jobs (newest first)", run_jobs,
+                   lambda p: (p.add_argument("--state", action="append", help="only jobs in this state (repeatable)"),
+                              p.add_argument("--limit", type=int, default=50, help="at most N jobs (default 50)")))
+    _client_parser(subparsers, "job", "show one job with its placement and events", run_job,
+                   lambda p: p.add_argument("job_id", help="job id"))
+    _client_parser(subparsers, "cancel", "cancel a queued or running job", run_cancel,
+                   lambda p: p.add_argument("job_id", help="job id"))
+    _client_parser(subparsers, "top", "live view of GPUs and jobs (refreshing)", run_top,
+                   lambda p: (p.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes"),
+                              p.add_argument("--once", action="store_true", help="print one view and exit")))
+
+
+def _client_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--server", help="service URL (default $HORUS_SERVER or http://127.0.0.1:8470)")
+    p.add_argument("--token-file", type=Path, help="token file (default $HORUS_TOKEN, else the default state dir's)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _client_parser(subparsers: argparse._SubParsersAction, name: str, help_text: str, func: Any,
+                   extra: Any) -> None:
+    p = subparsers.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+    extra(p)
+    _client_args(p)
+    p.set_defaults(func=func)
+
+
+def _serve(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve", help="run the live scheduler: REST API, store, and an agent for this machine",
+                              description="Run Horus as a live resource manager: an HTTP API (OpenAPI at /docs), "
+                              "state in SQLite, the scheduling loop, and an agent running jobs on this machine's GPUs.")
+    p.add_argument("--state-dir", type=Path, help="data directory (default $HORUS_STATE_DIR or the user data dir)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8470, help="port (default 8470)")
+    p.add_argument("--policy", default="horus", help="scheduling policy (default horus)")
+    p.add_argument("--predictor", default="analytic", help="predictor (default analytic)")
+    p.add_argument("--token-file", type=Path, help="bearer token for writes (default: <state-dir>/token, created)")
+    p.add_argument("--open-reads", action="store_true", help="let reads (GET) through without a token")
+    p.add_argument("--fake-gpus", type=int, default=0, metavar="N", help="N fake GPUs (no GPU needed; jobs run on CPU)")
+    p.add_argument("--gpu-type", default="V100", help="GPU type of the fake GPUs (default V100)")
+    p.add_argument("--no-agent", action="store_true", help="run no agent here (machines join with `horus agent`)")
+    p.add_argument("--agent-name", help="name of this machine's agent (default: host name)")
+    p.add_argument("--lease-s", type=float, default=10.0, help="agent lease: jobs of a silent agent are requeued")
+    p.add_argument("--heartbeat-s", type=float, default=1.0, help="agent heartbeat interval")
+    p.add_argument("--grace-s", type=float, default=10.0, help="SIGTERM to SIGKILL grace period when stopping a job")
+    p.add_argument("--mps", choices=("auto", "on", "off"), default="auto",
+                   help="CUDA MPS limits from predictions (auto: when a daemon runs)")
+    p.add_argument("--backend", default="local", help="who runs the jobs: local (default: an agent in this process)"
+                   " or ray")
+    p.add_argument("--ray-address", help="Ray cluster address for --backend ray (default: start or find one)")
+    p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(func=run_serve)
+
+
+def _agent(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("agent", help="join this machine's GPUs to a Horus server",
+                              description="Run a node agent: register this machine's GPUs with a Horus server and "
+                              "run the jobs it places here.")
+    p.add_argument("--server", required=True, help="server URL, e.g. http://head:8470")
+    p.add_argument("--token-file", type=Path, required=True, help="the server's token file")
+    p.add_argument("--name", help="agent name (default: host name)")
+    p.add_argument("--workdir", type=Path, help="job folders, logs and checkpoints (default <user data dir>/agent)")
+    p.add_argument("--fake-gpus", type=int, default=0, metavar="N")
+    p.add_argument("--gpu-type", default="V100")
+    p.add_argument("--heartbeat-s", type=float, default=1.0)
+    p.add_argument("--grace-s", type=float, default=10.0)
+    p.add_argument("--mps", choices=("auto", "on", "off"), default="auto")
+    p.set_defaults(func=run_agent)
+
+
+def _submit(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("submit", help="submit a training job: horus submit [options] -- COMMAND [ARGS...]",
+                              description="Submit a training job to a Horus server. Everything after -- is the "
+                              "command, run without a shell.")
+    p.add_argument("--model", help="zoo model name, for prediction (see `horus features --help`)")
+    p.add_argument("--onnx", type=Path, help="upload this ONNX graph and predict from it")
+    p.add_argument("--batch-size", type=int, help="batch size (default 32, or the ONNX graph's)")
+    p.add_argument("--gpus", type=int, default=1, dest="num_gpus")
+    p.add_argument("--gpu-type", help="required GPU type")
+    p.add_argument("--gpu-fraction", type=float, help="share of one GPU")
+    p.add_argument("--iterations", type=float, help="training iterations, if known")
+    p.add_argument("--env", action="append", default=[], metavar="K=V", help="environment variable (repeatable)")
+    p.add_argument("--name", help="a name for the job")
+    p.add_argument("--idempotency-key", help="retrying with the same key never creates a second job")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    _client_args(p)
+    p.set_defaults(func=run_submit)
+
+
+# ---- implementations ------------------------------------------------------------------------------------
+def run_serve(args: argparse.Namespace) -> int:
+    import logging
+
+    from horus.service.server import ServeConfig, default_state_dir, serve
+
+    if args.fake_gpus < 0 or args.fake_gpus > 1024:
+        raise HorusInputError("--fake-gpus", f"expected 0..1024, got {args.fake_gpus}")
+    if not 0 < args.port < 65536:
+        raise HorusInputError("--port", f"expected 1..65535, got {args.port}")
+    for name in ("lease_s", "heartbeat_s", "grace_s"):
+        if not 0 < getattr(args, name) < 86400:
+            raise HorusInputError(f"--{name.replace('_', '-')}", "expected a positive number of seconds")
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    config = ServeConfig(state_dir=args.state_dir or default_state_dir(), host=args.host, port=args.port,
+                         policy=args.policy, predictor=args.predictor, token_file=args.token_file,
+                         open_reads=args.open_reads, local_agent=not args.no_agent, fake_gpus=args.fake_gpus,
+                         gpu_type=args.gpu_type, agent_name=args.agent_name, heartbeat_s=args.heartbeat_s,
+                         lease_s=args.lease_s, grace_s=args.grace_s, mps=args.mps, log_level=args.log_level,
+                         backend=args.backend, ray_address=args.ray_address)
+    _check_gpu_type(args.gpu_type)
+    from horus.core import OracleNeedsTruthError
+
+    try:
+        return serve(config)
+    except OracleNeedsTruthError as exc:
+        raise HorusInputError("--policy", str(exc)) from None
+
+
+def _check_gpu_type(name: str) -> None:
+    from horus.gpu_types import PRESETS
+
+    if name not in PRESETS:
+        raise HorusInputError("--gpu-type", f"unknown GPU type {name!r}; presets: {', '.join(PRESETS)}")
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    import logging
+    import socket
+    import threading
+
+    from horus.agent.agent import Agent, HttpLink
+    from horus.agent.gpus import discover, fake_gpus
+    from horus.service.server import default_state_dir, read_token
+
+    logging.basicConfig(level="INFO", format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    name = args.name or socket.gethostname().split(".")[0]
+    if args.fake_gpus:
+        _check_gpu_type(args.gpu_type)
+        gpus = fake_gpus(args.fake_gpus, args.gpu_type, name)
+    else:
+        gpus, reason = discover()
+        if not gpus:
+            raise HorusInputError("horus agent", f"no GPU found: {reason}; use --fake-gpus N to join N fake GPUs")
+    agent = Agent(name, gpus, args.workdir or default_state_dir() / "agent" / name,
+                  HttpLink(args.server, read_token(args.token_file)), heartbeat_s=args.heartbeat_s,
+                  grace_s=args.grace_s, mps=args.mps)
+    stop = threading.Event()
+    try:
+        agent.run(stop)
+    except KeyboardInterrupt:
+        stop.set()
+    return 0
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from horus.service.client import Client, default_server, find_token
+
+    return Client(args.server or default_server(), find_token(args.token_file))
+
+
+def run_submit(args: argparse.Namespace) -> int:
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise HorusInputError("horus submit", "no command: put it after --, e.g. horus submit -- python train.py")
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise HorusInputError("--env", f"expected K=V, got {item!r}")
+        env[key] = value
+    client = _client(args)
+    model, batch = args.model, args.batch_size
+    if args.onnx is not None:
+        if model:
+            raise HorusInputError("--onnx", "give either --model or --onnx")
+        uploaded = client.upload_model(args.onnx)
+        model, batch = uploaded["model"], batch or uploaded["batch_size"]
+    import os
+
+    body = {"command": command, "model": model, "batch_size": batch, "num_gpus": args.num_gpus,
+            "gpu_type": args.gpu_type, "gpu_fraction": args.gpu_fraction, "iterations": args.iterations,
+            "env": env, "name": args.name, "idempotency_key": args.idempotency_key, "cwd": os.getcwd()}
+    job = client.submit({k: v for k, v in body.items() if v is not None})
+    if args.json:
+        print(json.dumps(job, indent=2))
+    else:
+        pred = job.get("predicted")
+        extra = f"; predicted util {pred['util']:.0%}, memory {pred['mem_mib']:.0f} MiB" if pred else ""
+        print(f"job {job['id']} {job['state']}{extra}")
+    return 0
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise HorusInputError("--limit", "expected a positive integer")
+    data = _client(args).jobs(args.state, args.limit)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    from rich.console import Console
+
+    Console().print(_jobs_table(data["jobs"], data.get("counts", {})))
+    return 0
+
+
+def run_job(args: argparse.Namespace) -> int:
+    job = _client(args).job(args.job_id)
+    if args.json:
+        print(json.dumps(job, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"job {job['id']}", show_header=False)
+    for key in ("name", "state", "attempt", "model", "batch_size", "num_gpus", "iterations", "iterations_done",
+                "observed_rate", "predicted", "placement", "command", "oom_failures", "preemptions", "exit_code",
+                "reason"):
+        if job.get(key) not in (None, [], {}):
+            table.add_row(key, _fmt(job[key]))
+    console.print(table)
+    events = Table(title="events")
+    for col in ("time", "kind", "attempt", "detail"):
+        events.add_column(col)
+    for e in job.get("events", []):
+        detail = {k: v for k, v in e.items() if k not in ("time", "kind", "attempt")}
+        events.add_row(_when(e["time"]), e["kind"], str(e["attempt"]), _fmt(detail) if detail else "")
+    console.print(events)
+    return 0
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    job = _client(args).cancel(args.job_id)
+    print(json.dumps(job, indent=2) if args.json else f"job {job['id']} {job['state']}")
+    return 0
+
+
+def run_top(args: argparse.Namespace) -> int:
+    from rich.console import Console, Group
+    from rich.live import Live
+
+    client = _client(args)
+
+    def frame() -> Any:
+        cluster, jobs = client.cluster(), client.jobs(["running", "queued"], 30)
+        if args.json:
+            return {"cluster": cluster, "jobs": jobs}
+        return Group(_gpu_table(cluster), _jobs_table(jobs["jobs"], jobs.get("counts", {})))
+
+    if args.once or args.json:
+        view = frame()
+        if args.json:
+            print(json.dumps(view, indent=2))
+        else:
+            Console().print(view)
+        return 0
+    if args.interval <= 0:
+        raise HorusInputError("--interval", "expected a positive number of seconds")
+    with Live(frame(), refresh_per_second=4, screen=sys.stdout.isatty()) as live:
+        while True:
+            time.sleep(args.interval)
+            live.update(frame())
+
+
+def _gpu_table(cluster: dict[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"GPUs — policy {cluster['policy']}, {cluster['running']} running, {cluster['queued']} queued")
+    for col in ("gpu", "agent", "type", "jobs", "pred util", "obs util", "pred mem MiB", "obs mem MiB"):
+        table.add_column(col, justify="right" if col not in ("agent", "type", "jobs") else "left")
+    for g in cluster["gpus"]:
+        table.add_row(str(g["index"]), f"{g['agent']}:{g['local_index']}", g["type"], ",".join(g["residents"]) or "-",
+                      f"{g['predicted_util']:.0%}", "-" if g["observed_util"] is None else f"{g['observed_util']:.0%}",
+                      f"{g['predicted_mem_mib']:.0f}",
+                      "-" if g["observed_mem_mib"] is None else f"{g['observed_mem_mib']:.0f}")
+    return table
+
+
+def _jobs_table(jobs: list[dict[str, Any]], counts: dict[str, int]) -> Any:
+    from rich.table import Table
+
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    table = Table(title=f"jobs ({summary})" if summary else "jobs")
+    for col in ("id", "state", "model", "gpus", "placement", "progress", "submitted", "reason"):
+        table.add_column(col)
+    for j in jobs:
+        placement = ",".join(f"{p['agent']}:{p['gpu']}" for p in j["placement"]) or "-"
+        total = j.get("iterations")
+        progress = f"{j['iterations_done']:.0f}" + (f"/{total:.0f}" if total else "")
+        model = f"{j['model']}/b{j['batch_size']}" if j.get("model") else "-"
+        table.add_row(j["id"], j["state"], model, str(j["num_gpus"]), placement, progress, _when(j["submitted"]),
+                      j.get("reason") or "")
+    return table
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def _fmt(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)

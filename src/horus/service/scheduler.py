@@ -1,0 +1,507 @@
+"""``LiveScheduler``: the scheduler core on a wall clock, with the store as the record and agents as hands.
+
+It owns the in-memory ``SchedulerState`` (rebuilt from the store on start and whenever machines
+join or leave), the policy, and the ``SchedulerCore`` whose ``Executor`` it is: a ``Start`` is made
+durable (``Store.start``, attempt + 1) and then becomes part of the *desired state* that agents
+fetch with their heartbeats; a ``Preempt`` or a cancel removes it from the desired state, and the
+agent stops the process. Agents report what their processes do; reports carry the attempt
+number, so a late report of an attempt the server has moved past changes nothing.
+
+All public methods take one lock: the API threads, the scheduling thread and in-process agents
+may call them concurrently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from horus.cluster import Cluster, GPUType, Node
+from horus.core import OracleNeedsTruthError, SchedulerCore
+from horus.errors import HorusInputError
+from horus.gpu_types import PRESETS, accepted_gpu_types
+from horus.jobs import JobSpec
+from horus.plugins import load_all
+from horus.policies.base import POLICIES, Policy
+from horus.predict.base import Prediction, Predictor
+from horus.service.metrics import ServiceMetrics
+from horus.service.store import FINAL_STATES, AgentRow, JobRow, NewJob, Store
+from horus.state import SchedulerState
+
+log = logging.getLogger("horus.service")
+
+# A job submitted without an iteration count is believed to be this long (policies that order by
+# predicted length, such as SJF, treat it as a long job).
+UNKNOWN_ITERATIONS = 1e6
+PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
+
+
+class UnknownAgentError(LookupError):
+    """A heartbeat from an agent the server does not consider alive: it must register again."""
+
+
+class ServicePredictor(Predictor):
+    """The configured predictor for jobs that name a model; for a job without one, a conservative
+    belief: the whole GPU (100 % utilization, the card's memory), so it is never co-located."""
+
+    def __init__(self, inner: Predictor) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def predict(self, job: JobSpec, gpu_type: GPUType) -> Prediction:
+        if not job.model:
+            return Prediction(util=1.0, mem_mib=0.95 * gpu_type.memory_mib, iter_time_s=1.0)
+        return self.inner.predict(job, gpu_type)
+
+    def describe(self) -> dict[str, object]:
+        return {**self.inner.describe(), "without_model": "exclusive (util 1.0, 95 % of the card's memory)"}
+
+
+def gpu_type_of(desc: Mapping[str, Any]) -> GPUType:
+    """Horus GPU type of an agent's GPU description: a preset by ``type`` (or NVML ``name``), else a
+    type named after the card with its reported memory and V100-relative speed 1.0."""
+    for key in ("type", "name"):
+        name = str(desc.get(key) or "")
+        if name in PRESETS:
+            return PRESETS[name]
+    name = str(desc.get("type") or desc.get("name") or "unknown")
+    for preset in sorted(PRESETS.values(), key=lambda t: -len(t.name)):  # "NVIDIA A100-SXM4-80GB" -> A100-80GB
+        short = preset.name.split("-")[0]
+        if short in name and (preset.name == short or preset.name.split("-")[-1] in name):
+            return preset
+    return GPUType(name, int(desc.get("memory_mib") or 16 * 1024), 1.0)
+
+
+def check_policy(name: str, options: Mapping[str, object] | None = None) -> None:
+    """HorusInputError for an unknown policy; OracleNeedsTruthError for one that needs the simulator's truth."""
+    load_all("horus.policies")
+    if name not in POLICIES:
+        raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
+    if POLICIES.create(name, **dict(options or {})).is_oracle:
+        raise OracleNeedsTruthError(f"policy {name!r} is an oracle: it reads the simulated world's truth, which "
+                                    f"only the simulator has; choose another policy to run real jobs")
+
+
+@dataclass
+class AgentInfo:
+    """An alive agent as the scheduler tracks it in memory."""
+
+    name: str
+    seq: int
+    hostname: str
+    gpus: list[dict[str, Any]]
+    last_seen: float
+    wake: Callable[[], None] | None = None  # in-process agents: called when their desired state changes
+    telemetry: dict[int, dict[str, float]] = field(default_factory=dict)  # local GPU index -> observed
+    progress_saved: float = 0.0  # when this agent's reported progress was last written to the store
+
+
+@dataclass
+class LiveJob:
+    """A running attempt: where it runs and what it runs (the desired state sent to agents)."""
+
+    row: JobRow
+    attempt: int
+    placement: list[tuple[str, int]]
+    start_iteration: float
+    exited: dict[str, int] = field(default_factory=dict)  # agent -> exit code 0 of finished parts
+
+    def agents(self) -> list[str]:
+        return list(dict.fromkeys(a for a, _ in self.placement))
+
+
+class LiveScheduler:
+    """The live service's scheduler (see module docstring)."""
+
+    def __init__(self, store: Store, predictor: Predictor, *, policy: str = "horus",
+                 policy_options: Mapping[str, object] | None = None, lease_s: float = 10.0,
+                 max_oom_retries: int = 3, max_lost_runs: int = 3, server_url: str = "", job_secret: bytes = b"",
+                 metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time) -> None:
+        check_policy(policy, policy_options)
+        self.store = store
+        self.predictor = ServicePredictor(predictor)
+        self.policy_name = policy
+        self.policy_options = dict(policy_options or {})
+        self.lease_s = lease_s
+        self.max_oom_retries = max_oom_retries
+        self.max_lost_runs = max_lost_runs
+        self.server_url = server_url
+        self.job_secret = job_secret
+        self.metrics = metrics or ServiceMetrics()
+        self.clock = clock
+        self.lock = threading.RLock()
+        self.wake_scheduler = threading.Event()
+        self.agents: dict[str, AgentInfo] = {}
+        self.live: dict[str, LiveJob] = {}
+        self.live_on: dict[str, dict[str, None]] = {}  # agent -> its live jobs (desired state in O(own jobs))
+        self.gpu_map: list[tuple[str, int]] = []  # global GPU index -> (agent, local index)
+        self.gpu_index: dict[tuple[str, int], int] = {}
+        now = self.clock()
+        for row in store.agents():
+            if row.state == "alive":  # a restarted server gives known agents one lease to report again
+                self.agents[row.name] = AgentInfo(row.name, row.seq, row.hostname, row.gpus, last_seen=now)
+        self._register_models()
+        self.rebuild()
+
+    def _register_models(self) -> None:
+        from horus.service.models_onnx import register_catalog_row
+
+        for name, info in self.store.models().items():
+            register_catalog_row(name, info)
+
+    # ---- the in-memory view, rebuilt from the store ----------------------------------------------------
+    def rebuild(self) -> None:
+        """Build cluster, state, policy and core afresh from the alive agents and the stored jobs."""
+        with self.lock:
+            previous = self.state.running if hasattr(self, "state") else {}
+            telemetry = {k: (r.iterations_done, r.observed_rate) for k, r in previous.items()}
+            nodes: list[Node] = []
+            gpu_map: list[tuple[str, int]] = []
+            for agent in sorted(self.agents.values(), key=lambda a: a.seq):
+                by_type: dict[str, tuple[GPUType, list[int]]] = {}
+                for desc in agent.gpus:
+                    gpu_type = gpu_type_of(desc)
+                    by_type.setdefault(gpu_type.name, (gpu_type, []))[1].append(int(desc["index"]))
+                for type_name, (gpu_type, indices) in by_type.items():
+                    node_name = agent.name if len(by_type) == 1 else f"{agent.name}/{type_name}"
+                    nodes.append(Node(node_name, gpu_type, len(indices)))
+                    gpu_map += [(agent.name, i) for i in indices]
+            self.cluster = Cluster(nodes)
+            self.gpu_map = gpu_map
+            self.gpu_index = {key: g for g, key in enumerate(gpu_map)}
+            self.state = SchedulerState(self.cluster, self.predictor)
+            self.policy: Policy = POLICIES.create(self.policy_name, **self.policy_options)
+            self.core = SchedulerCore(self.state, self.policy, self)
+            self.live = {}
+            self.live_on = {}
+            now = self.clock()
+            rows = self.store.jobs(states=("queued", "running"))
+            rows.sort(key=lambda r: (r.queued_since, r.id))
+            for row in rows:
+                if row.state == "running" and not self._adopt(row):
+                    attained = row.attained_gpu_s + len(row.placement) * max(0.0, now - (row.started or now))
+                    self.store.requeue(row.id, row.attempt, now, attained_gpu_s=attained,
+                                       iterations_done=row.iterations_done, kind="lost",
+                                       detail={"reason": "its machine is gone"})
+                    row = self.store.job(row.id) or row
+                if row.state == "queued":
+                    self._enqueue(row)
+            for key, (done, rate) in telemetry.items():  # fresher than the store's copy
+                run = self.state.running.get(key)
+                if run is not None:
+                    run.iterations_done, run.observed_rate = max(run.iterations_done, done), rate
+            self.wake_scheduler.set()
+
+    def _enqueue(self, row: JobRow) -> None:
+        spec = self.spec_of(row)
+        self.state.submit(spec, row.queued_since)
+        queued = self.state.queue[spec.job_id]
+        queued.attained_gpu_s = row.attained_gpu_s
+        queued.oom_failures = row.oom_failures
+        queued.preemptions = row.preemptions
+
+    def _adopt(self, row: JobRow) -> bool:
+        """Put a stored running attempt back into the state, if all its GPUs are on alive agents."""
+        gpus = tuple(self.gpu_index.get((a, i), -1) for a, i in row.placement)
+        if not gpus or min(gpus) < 0:
+            return False
+        self._enqueue(row)
+        run = self.state.start(row.job_id, gpus, row.started or self.clock())
+        run.attained_gpu_s = row.attained_gpu_s
+        run.iterations_done = row.iterations_done
+        self._add_live(row.job_id, LiveJob(row, row.attempt, row.placement, row.attempt_start_iterations))
+        return True
+
+    @staticmethod
+    def spec_of(row: JobRow) -> JobSpec:
+        return JobSpec(job_id=row.job_id, submit_time=row.submitted, num_gpus=row.num_gpus, model=row.model,
+                       batch_size=row.batch_size, iterations=row.iterations or UNKNOWN_ITERATIONS,
+                       gpu_fraction=row.gpu_fraction, gpu_type_request=row.gpu_type)
+
+    # ---- requests ----------------------------------------------------------------------------------------
+    def submit(self, job: NewJob) -> tuple[JobRow, bool]:
+        """Validate, store (durable before it returns) and queue a job. (row, created)."""
+        with self.lock:
+            probe = JobSpec("probe", 0.0, job.num_gpus, job.model, job.batch_size, job.iterations or 1.0,
+                            job.gpu_fraction, job.gpu_type)
+            if self.cluster.num_gpus:
+                if not self.core.admits(probe):
+                    accepted = accepted_gpu_types(job.gpu_type)
+                    kind = f" of type {job.gpu_type}" if accepted else ""
+                    raise HorusInputError("num_gpus", f"the job needs {job.num_gpus} GPUs{kind}; the cluster has "
+                                                      f"{self.core.eligible_gpus(job.gpu_type)}")
+                self.predictor.predict(probe, self.cluster.gpus[0].gpu_type)  # unknown model -> HorusInputError
+            row, created = self.store.submit(job, self.clock())
+            if created:
+                self._enqueue(row)
+                self.metrics.submitted.inc()
+                self.wake_scheduler.set()
+            return row, created
+
+    def cancel(self, job_id: int) -> JobRow | None:
+        with self.lock:
+            row = self.store.job(job_id)
+            if row is None or row.state in FINAL_STATES:
+                return row
+            key, now = row.job_id, self.clock()
+            run = self.state.running.get(key)
+            attained = run.attained(now) if run else None
+            self.store.end(job_id, None, now, "cancelled", attained_gpu_s=attained, reason="cancelled by user")
+            if run is not None:
+                self.state.finish(key)
+                self._wake(self._pop_live(key))
+            else:
+                self.state.queue.pop(key, None)
+            return self.store.job(job_id)
+
+    # ---- Executor (called by SchedulerCore.schedule under the lock) ----------------------------------------
+    def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
+        placement = [self.gpu_map[g] for g in gpus]
+        attempt = self.store.start(int(spec.job_id), placement, now)
+        if attempt is None:
+            raise RuntimeError(f"job {spec.job_id} was not queued in the store")
+        queued = self.state.queue[spec.job_id]
+        self.metrics.wait_s.observe(max(0.0, now - queued.queued_since))
+        row = self.store.job(int(spec.job_id))
+        assert row is not None
+        run = self.state.start(spec.job_id, gpus, now)
+        run.iterations_done = row.iterations_done
+        live = LiveJob(row, attempt, placement, row.attempt_start_iterations)
+        self._add_live(spec.job_id, live)
+        self._wake(live)
+
+    def preempt(self, job_id: str, now: float) -> None:
+        live = self._pop_live(job_id)
+        assert live is not None
+        run = self.state.running[job_id]
+        self.store.requeue(int(job_id), live.attempt, now, attained_gpu_s=run.attained(now),
+                           iterations_done=run.iterations_done, kind="preempted")
+        self.state.requeue(job_id, now)
+        self._wake(live)
+
+    def _wake(self, live: LiveJob | None) -> None:
+        if live is None:
+            return
+        for name in live.agents():
+            agent = self.agents.get(name)
+            if agent is not None and agent.wake is not None:
+                agent.wake()
+
+    # ---- the scheduling step -----------------------------------------------------------------------------
+    def step(self) -> int:
+        """Expire lost agents, then one decision step; returns how many jobs were started."""
+        with self.lock:
+            now = self.clock()
+            self._expire_agents(now)
+            if not self.state.queue or not self.cluster.num_gpus:
+                return 0
+            self.core.schedule(now)
+            self.metrics.decision_s.observe(self.core.last_decision_s)
+            return self.core.last_started
+
+    def tick_s(self) -> float:
+        """How long the scheduling thread may sleep without an event."""
+        tick = self.policy.tick_s
+        return min(1.0, tick) if tick else 1.0
+
+    def _expire_agents(self, now: float) -> None:
+        lost = [a for a in self.agents.values() if now - a.last_seen > self.lease_s]
+        if not lost:
+            return
+        for agent in lost:
+            log.warning("agent %s missed its lease (%.0f s): its jobs are requeued", agent.name, self.lease_s)
+            self.store.agent_lost(agent.name, now)
+            del self.agents[agent.name]
+            self.metrics.agents_lost.inc()
+        self.rebuild()  # running attempts on lost agents are requeued there, attained service kept
+
+    # ---- agents ----------------------------------------------------------------------------------------------
+    def register_agent(self, name: str, hostname: str, gpus: list[dict[str, Any]],
+                       wake: Callable[[], None] | None = None) -> AgentRow:
+        with self.lock:
+            now = self.clock()
+            known = self.agents.get(name)
+            row = self.store.register_agent(name, hostname, gpus, now)
+            self.agents[name] = AgentInfo(name, row.seq, hostname, gpus, last_seen=now, wake=wake)
+            if known is None or known.gpus != gpus:
+                self.rebuild()
+            return row
+
+    def heartbeat(self, name: str, reports: list[dict[str, Any]],
+                  gpu_telemetry: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Apply an agent's reports; return its desired state (the attempts it must be running)."""
+        with self.lock:
+            agent = self.agents.get(name)
+            if agent is None:
+                raise UnknownAgentError(name)
+            now = self.clock()
+            agent.last_seen = now
+            for sample in gpu_telemetry or []:
+                agent.telemetry[int(sample["index"])] = {k: float(v) for k, v in sample.items() if k != "index"}
+            progress: list[tuple[int, int, float]] = []
+            for report in reports:
+                key = str(report["job_id"])
+                live = self.live.get(key)
+                if live is None or live.attempt != int(report["attempt"]) or name not in live.agents():
+                    continue  # fenced: an attempt the server has moved past
+                if report.get("iterations") is not None:
+                    run = self.state.running[key]
+                    run.iterations_done = live.start_iteration + float(report["iterations"])
+                    run.observed_rate = float(report.get("rate") or 0.0)
+                    progress.append((live.row.id, live.attempt, run.iterations_done))
+                if report.get("status") == "exited":
+                    self._on_exit(key, live, name, report, now)
+            if now - agent.progress_saved >= PROGRESS_SAVE_S:  # telemetry, not a transition: written now and then
+                agent.progress_saved = now
+                self.store.progress(progress)
+            return self.desired(name)
+
+    def desired(self, name: str) -> list[dict[str, Any]]:
+        """The attempts agent ``name`` must run, with everything needed to launch them."""
+        out = []
+        for key in self.live_on.get(name, {}):
+            live = self.live[key]
+            agents = live.agents()
+            if name in live.exited:
+                continue
+            local = [i for a, i in live.placement if a == name]
+            agent = self.agents[name]
+            by_index = {int(d["index"]): d for d in agent.gpus}
+            gpus = tuple(self.gpu_index[(name, i)] for i in local)
+            pred = self.state.predict(self.state.running[key].spec, self.cluster.gpus[gpus[0]].gpu_type)
+            master = self.agents[agents[0]].hostname if agents[0] in self.agents else ""
+            out.append({
+                "job_id": key, "attempt": live.attempt, "command": live.row.command, "env": live.row.env, "cwd": live.row.cwd,
+                "gpu_indices": local, "gpu_uuids": [str(by_index.get(i, {}).get("uuid", i)) for i in local],
+                "node_rank": agents.index(name), "nnodes": len(agents), "master": master,
+                "start_iteration": live.start_iteration, "job_token": self.job_token(key, live.attempt),
+                "server_url": self.server_url,
+                "predicted": {"util": pred.util, "mem_mib": pred.mem_mib},
+            })
+        return out
+
+    def _on_exit(self, key: str, live: LiveJob, agent: str, report: Mapping[str, Any], now: float) -> None:
+        code = report.get("exit_code")
+        run = self.state.running[key]
+        job_id = live.row.id
+        if code == 0:
+            live.exited[agent] = 0
+            if len(live.exited) < len(live.agents()):
+                return  # other machines of the gang still run
+            self.store.end(job_id, live.attempt, now, "finished", attained_gpu_s=run.attained(now),
+                           iterations_done=run.iterations_done, exit_code=0)
+            self.metrics.jct_s.observe(max(0.0, now - live.row.submitted))
+            self._drop(key, live)
+        elif report.get("oom"):
+            self.metrics.oom_restarts.inc()
+            if run.oom_failures + 1 > self.max_oom_retries:
+                self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
+                               exit_code=code, reason=f"out of GPU memory {run.oom_failures + 1} times", oom=True)
+                self._drop(key, live)
+            else:
+                self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
+                                   iterations_done=run.iterations_done, kind="oom", detail={"exit_code": code})
+                self.state.requeue(key, now, oom=True)
+                self._wake(self._pop_live(key))
+        elif code is None:  # the process vanished without an exit status
+            row = self.store.job(job_id)
+            if row is not None and row.lost_runs + 1 > self.max_lost_runs:
+                self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
+                               reason=f"its process vanished {row.lost_runs + 1} times")
+                self._drop(key, live)
+            else:
+                self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
+                                   iterations_done=run.iterations_done, kind="lost",
+                                   detail={"reason": "process vanished"})
+                self.state.requeue(key, now)
+                self._wake(self._pop_live(key))
+        else:
+            self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
+                           iterations_done=run.iterations_done, exit_code=int(code), reason=f"exit code {code}")
+            self._drop(key, live)
+        self.wake_scheduler.set()
+
+    def _drop(self, key: str, live: LiveJob) -> None:
+        self.state.finish(key)
+        self._pop_live(key)
+        self._wake(live)
+
+    def _add_live(self, key: str, live: LiveJob) -> None:
+        self.live[key] = live
+        for name in live.agents():
+            self.live_on.setdefault(name, {})[key] = None
+
+    def _pop_live(self, key: str) -> LiveJob | None:
+        live = self.live.pop(key, None)
+        if live is not None:
+            for name in live.agents():
+                self.live_on.get(name, {}).pop(key, None)
+        return live
+
+    # ---- tokens and views --------------------------------------------------------------------------------
+    def job_token(self, job_id: str, attempt: int) -> str:
+        """A token that lets one attempt of one job report its own progress."""
+        return hmac.new(self.job_secret, f"{job_id}:{attempt}".encode(), hashlib.sha256).hexdigest()
+
+    def job_progress(self, job_id: str, attempt: int, token: str, iteration: float) -> bool:
+        """Progress reported by the job itself (``horus.report`` over HTTP)."""
+        if not hmac.compare_digest(self.job_token(job_id, attempt), token):
+            return False
+        with self.lock:
+            live = self.live.get(job_id)
+            if live is None or live.attempt != attempt:
+                return True  # a late report of an old attempt: accepted and ignored
+            run = self.state.running[job_id]
+            now = self.clock()
+            done = live.start_iteration + float(iteration)
+            if now > run.start_time and done > live.start_iteration:
+                run.observed_rate = (done - live.start_iteration) / (now - run.start_time)
+            run.iterations_done = done
+            self.store.progress([(live.row.id, attempt, done)])
+            return True
+
+    def prediction(self, row: JobRow) -> dict[str, float] | None:
+        with self.lock:
+            if not self.cluster.num_gpus:
+                return None
+            pred = self.state.predict(self.spec_of(row), self.cluster.gpus[0].gpu_type)
+        return {"util": pred.util, "mem_mib": pred.mem_mib, "iter_time_s": pred.iter_time_s}
+
+    def cluster_view(self) -> dict[str, Any]:
+        """Per GPU: where it is, its residents, predicted and observed utilization and memory."""
+        with self.lock:
+            load = self.state.load
+            gpus = []
+            for g, (agent_name, local) in enumerate(self.gpu_map):
+                agent = self.agents[agent_name]
+                desc = next((d for d in agent.gpus if int(d["index"]) == local), {})
+                observed = agent.telemetry.get(local, {})
+                gpus.append({
+                    "index": g, "agent": agent_name, "local_index": local, "uuid": str(desc.get("uuid", "")),
+                    "type": self.cluster.gpus[g].gpu_type.name, "memory_mib": self.cluster.gpus[g].gpu_type.memory_mib,
+                    "residents": list(self.state.residents[g]),
+                    "predicted_util": float(load.pred_util[g]), "predicted_mem_mib": float(load.pred_mem_mib[g]),
+                    "observed_util": observed.get("util"), "observed_mem_mib": observed.get("mem_mib"),
+                })
+            return {"policy": self.policy_name, "predictor": self.predictor.name,
+                    "agents": [{"name": a.name, "hostname": a.hostname, "gpus": len(a.gpus),
+                                "last_seen_s_ago": round(max(0.0, self.clock() - a.last_seen), 3)}
+                               for a in sorted(self.agents.values(), key=lambda a: a.seq)],
+                    "queued": len(self.state.queue), "running": len(self.state.running), "gpus": gpus}
+
+    def telemetry(self, job_id: str) -> tuple[float, float] | None:
+        """(iterations done, observed rate) of a running job, fresher than the store's copy."""
+        with self.lock:
+            run = self.state.running.get(job_id)
+            return None if run is None else (run.iterations_done, run.observed_rate)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

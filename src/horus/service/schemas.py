@@ -1,0 +1,144 @@
+"""Request and response bodies of the HTTP API (pydantic). Anything else is a 422 naming the field."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+MAX_ARG_CHARS = 32 * 1024
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class JobSubmit(_Strict):
+    """A training job to run."""
+
+    command: list[str] = Field(min_length=1, max_length=4096, description="program and arguments (no shell)")
+    model: str | None = Field(None, pattern=NAME_PATTERN, description="zoo/catalog model name or an uploaded "
+                              "ONNX model's name, for prediction; without it the job gets a whole GPU")
+    batch_size: int = Field(32, ge=1, le=1_000_000)
+    num_gpus: int = Field(1, ge=1, le=4096)
+    gpu_type: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-|]{1,200}$",
+                                 description="required GPU type, e.g. V100 or 'A100-40GB|A100-80GB'")
+    gpu_fraction: float | None = Field(None, gt=0.0, le=1.0, description="share of one GPU (num_gpus must be 1)")
+    iterations: float | None = Field(None, gt=0.0, le=1e15, description="training iterations, if known")
+    env: dict[str, str] = Field(default_factory=dict, max_length=1024)
+    cwd: str | None = Field(None, min_length=1, max_length=4096, description="working directory on the machine")
+    name: str | None = Field(None, max_length=200)
+    idempotency_key: str | None = Field(None, min_length=1, max_length=200,
+                                        description="a retry with the same key returns the first job")
+
+    @field_validator("command")
+    @classmethod
+    def _args(cls, value: list[str]) -> list[str]:
+        if not value[0]:
+            raise ValueError("the program (first element) must not be empty")
+        if any(len(a) > MAX_ARG_CHARS or "\x00" in a for a in value):
+            raise ValueError(f"arguments must be at most {MAX_ARG_CHARS} characters without NUL bytes")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        import re
+
+        for key, val in value.items():
+            if not re.match(ENV_NAME_PATTERN, key):
+                raise ValueError(f"environment variable name {key[:40]!r} is not a valid name")
+            if key.startswith("HORUS_") or key == "CUDA_VISIBLE_DEVICES":
+                raise ValueError(f"{key} is set by Horus")
+            if len(val) > MAX_ARG_CHARS or "\x00" in val:
+                raise ValueError(f"value of {key} must be at most {MAX_ARG_CHARS} characters without NUL bytes")
+        return value
+
+    @field_validator("iterations", "gpu_fraction")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @model_validator(mode="after")
+    def _fraction_single(self) -> JobSubmit:
+        if self.gpu_fraction is not None and self.num_gpus != 1:
+            raise ValueError("gpu_fraction needs num_gpus = 1")
+        return self
+
+
+class GPUDescription(_Strict):
+    index: int = Field(ge=0, le=1023)
+    uuid: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
+    memory_mib: int = Field(ge=1, le=16 * 1024 * 1024)
+    type: str | None = Field(None, max_length=200, description="Horus GPU type (fake GPUs, or a declared type)")
+    fake: bool = False
+
+
+class AgentRegister(_Strict):
+    name: str = Field(pattern=NAME_PATTERN)
+    hostname: str = Field(min_length=1, max_length=255)
+    gpus: list[GPUDescription] = Field(max_length=1024)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> AgentRegister:
+        if len({g.index for g in self.gpus}) != len(self.gpus):
+            raise ValueError("GPU indices must be distinct")
+        return self
+
+
+class AttemptReport(_Strict):
+    job_id: str = Field(pattern=r"^[0-9]{1,18}$")
+    attempt: int = Field(ge=1, le=1_000_000)
+    status: Literal["running", "exited"]
+    iterations: float | None = Field(None, ge=0.0, le=1e18)
+    rate: float | None = Field(None, ge=0.0, le=1e12)
+    exit_code: int | None = Field(None, ge=-255, le=255)
+    oom: bool = False
+    gpu_mem_mib: float | None = Field(None, ge=0.0)
+
+
+class GPUTelemetry(_Strict):
+    index: int = Field(ge=0, le=1023)
+    util: float | None = Field(None, ge=0.0, le=1.0)
+    mem_mib: float | None = Field(None, ge=0.0)
+
+
+class Heartbeat(_Strict):
+    reports: list[AttemptReport] = Field(default_factory=list, max_length=100_000)
+    gpus: list[GPUTelemetry] = Field(default_factory=list, max_length=1024)
+
+
+class JobProgress(_Strict):
+    attempt: int = Field(ge=1, le=1_000_000)
+    iteration: float = Field(ge=0.0, le=1e18)
+
+
+def job_view(row: Any, *, prediction: dict[str, float] | None = None,
+             telemetry: tuple[float, float] | None = None,
+             events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one."""
+    view = {
+        "id": row.job_id, "name": row.name, "state": row.state, "attempt": row.attempt,
+        "model": row.model or None, "batch_size": row.batch_size, "num_gpus": row.num_gpus,
+        "gpu_type": row.gpu_type, "gpu_fraction": row.gpu_fraction, "iterations": row.iterations,
+        "command": row.command, "env": row.env, "idempotency_key": row.idem_key,
+        "placement": [{"agent": a, "gpu": i} for a, i in row.placement],
+        "submitted": row.submitted, "queued_since": row.queued_since, "started": row.started,
+        "first_started": row.first_started, "ended": row.ended,
+        "attained_gpu_s": row.attained_gpu_s, "iterations_done": row.iterations_done,
+        "oom_failures": row.oom_failures, "preemptions": row.preemptions, "lost_runs": row.lost_runs,
+        "exit_code": row.exit_code, "reason": row.reason,
+    }
+    if prediction is not None:
+        view["predicted"] = prediction
+    if telemetry is not None:
+        view["iterations_done"], view["observed_rate"] = telemetry
+    if events is not None:
+        view["events"] = events
+    return view

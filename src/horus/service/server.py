@@ -1,0 +1,143 @@
+"""``horus serve``: store + scheduler + API + (by default) an in-process agent, in one process.
+
+Threads: uvicorn serves the API; one scheduling thread runs ``LiveScheduler.step`` whenever
+something changed (a submission, an exit, a lost agent) and at least every second; the
+in-process agent heartbeats every ``heartbeat_s`` and at once when its desired state changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from horus.errors import HorusInputError
+
+log = logging.getLogger("horus.service")
+
+DEFAULT_PORT = 8470
+
+
+def default_state_dir() -> Path:
+    """``$HORUS_STATE_DIR`` or the user's data directory (e.g. ``~/.local/share/horus``)."""
+    env = os.environ.get("HORUS_STATE_DIR")
+    if env:
+        return Path(env)
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("horus", appauthor=False))
+
+
+def _secret_file(path: Path, nbytes: int) -> str:
+    """Read a secret, creating it (mode 0600, random) the first time."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(nbytes) + "\n")
+    return read_token(path)
+
+
+def read_token(path: Path) -> str:
+    try:
+        token = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HorusInputError(str(path), f"cannot read the token file ({exc})") from None
+    if len(token) < 16:
+        raise HorusInputError(str(path), "the token must be at least 16 characters")
+    return token
+
+
+@dataclass
+class ServeConfig:
+    state_dir: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    policy: str = "horus"
+    predictor: str = "analytic"
+    token_file: Path | None = None
+    open_reads: bool = False
+    local_agent: bool = True
+    fake_gpus: int = 0
+    gpu_type: str = "V100"
+    agent_name: str | None = None
+    heartbeat_s: float = 1.0
+    lease_s: float = 10.0
+    grace_s: float = 10.0
+    mps: str = "auto"
+    log_level: str = "info"
+    backend: str = "local"  # horus.service.backends.BACKENDS name
+    ray_address: str | None = None
+
+
+def token_path(config: ServeConfig) -> Path:
+    return config.token_file or config.state_dir / "token"
+
+
+def serve(config: ServeConfig) -> int:
+    """Run until interrupted. Returns the exit code."""
+    import uvicorn
+
+    from horus.plugins import load_all
+    from horus.predict.base import PREDICTORS
+    from horus.service.api import create_app
+    from horus.service.metrics import ServiceMetrics
+    from horus.service.backends import BACKENDS
+    from horus.service.scheduler import LiveScheduler, check_policy
+    from horus.service.store import Store, StoreError
+
+    check_policy(config.policy)
+    load_all("horus.predict")
+    if config.predictor not in PREDICTORS:
+        raise HorusInputError("--predictor", f"unknown predictor {config.predictor!r}; known: "
+                                             f"{', '.join(PREDICTORS.names())}")
+    load_all("horus.service.backends")
+    if config.backend not in BACKENDS:
+        raise HorusInputError("--backend", f"unknown backend {config.backend!r}; known: {', '.join(BACKENDS.names())}")
+    backend = BACKENDS.create(config.backend)
+    backend.prepare(config)  # fails fast (no GPU, no Ray...) before anything is written
+    state_dir = config.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    token = read_token(config.token_file) if config.token_file else _secret_file(state_dir / "token", 32)
+    job_secret = _secret_file(state_dir / "job_secret", 32).encode()
+    try:
+        store = Store(state_dir / "horus.db")
+    except StoreError as exc:
+        raise HorusInputError("--state-dir", str(exc)) from None
+    metrics = ServiceMetrics()
+    url = f"http://{config.host}:{config.port}"
+    scheduler = LiveScheduler(store, PREDICTORS.create(config.predictor), policy=config.policy,
+                              lease_s=config.lease_s, server_url=url, job_secret=job_secret, metrics=metrics)
+    metrics.bind(scheduler)
+    app = create_app(scheduler, token, open_reads=config.open_reads)
+    stop = threading.Event()
+    threading.Thread(target=_scheduling_loop, args=(scheduler, stop), name="horus-scheduler", daemon=True).start()
+    backend.start(scheduler, config, stop)
+    log.info("horus serve: %s, policy %s, backend %s, state %s, token file %s", url, config.policy, config.backend,
+             state_dir / "horus.db", token_path(config))
+    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level=config.log_level,
+                                           access_log=config.log_level == "debug"))
+    try:
+        server.run()
+    finally:
+        stop.set()
+        backend.close()
+        store.close()
+    return 0
+
+
+def _scheduling_loop(scheduler: object, stop: threading.Event) -> None:
+    from horus.service.scheduler import LiveScheduler
+
+    assert isinstance(scheduler, LiveScheduler)
+    while not stop.is_set():
+        scheduler.wake_scheduler.wait(scheduler.tick_s())
+        scheduler.wake_scheduler.clear()
+        try:
+            scheduler.step()
+        except Exception:  # noqa: BLE001 - a policy bug must be seen, and must not stop the service
+            log.exception("scheduling step failed")
+            stop.wait(1.0)

@@ -1,0 +1,357 @@
+"""The live service's durable state: one SQLite file in WAL mode.
+
+Tables: ``jobs`` (spec, command, state machine, attempts, placement, attained service),
+``events`` (every transition of every job), ``agents`` (registered machines and their GPUs),
+``models`` (uploaded ONNX graphs' features). Every transition is one transaction that checks the
+job's current state and attempt (``WHERE state = ? AND attempt = ?``), so a late or duplicate
+report changes nothing: fencing is done by the database, not by memory. An acknowledged write
+has been committed with ``synchronous=FULL`` before the reply, so it survives ``kill -9`` and
+power loss.
+
+Job states: ``queued`` -> ``running`` -> ``finished`` | ``failed`` | ``cancelled``; ``running`` ->
+``queued`` again after a preemption, an out-of-memory exit or a lost agent (attempt + 1 at the
+next start).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+FINAL_STATES = ("finished", "failed", "cancelled")
+JOB_STATES = ("queued", "running", *FINAL_STATES)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,       -- never reused
+    idem_key TEXT UNIQUE,
+    name TEXT,
+    model TEXT NOT NULL,
+    batch_size INTEGER NOT NULL,
+    num_gpus INTEGER NOT NULL,
+    gpu_type TEXT,
+    gpu_fraction REAL,
+    iterations REAL,
+    command TEXT NOT NULL,                      -- JSON list of strings
+    env TEXT NOT NULL,                          -- JSON object
+    cwd TEXT,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'finished', 'failed', 'cancelled')),
+    attempt INTEGER NOT NULL DEFAULT 0,
+    placement TEXT,                             -- JSON [[agent, local GPU index], ...] of the current attempt
+    submitted REAL NOT NULL,
+    queued_since REAL NOT NULL,
+    started REAL,
+    first_started REAL,
+    ended REAL,
+    attained_gpu_s REAL NOT NULL DEFAULT 0,     -- GPU-seconds before the current attempt
+    iterations_done REAL NOT NULL DEFAULT 0,
+    attempt_start_iterations REAL NOT NULL DEFAULT 0,  -- iterations done before the current attempt
+    oom_failures INTEGER NOT NULL DEFAULT 0,
+    preemptions INTEGER NOT NULL DEFAULT 0,
+    lost_runs INTEGER NOT NULL DEFAULT 0,
+    exit_code INTEGER,
+    reason TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER NOT NULL,
+    time REAL NOT NULL,
+    kind TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    detail TEXT NOT NULL                        -- JSON object
+);
+CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id);
+CREATE TABLE IF NOT EXISTS agents (
+    name TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL UNIQUE,                -- registration order = node order in the cluster model
+    hostname TEXT NOT NULL,
+    gpus TEXT NOT NULL,                         -- JSON list of GPU descriptions
+    state TEXT NOT NULL CHECK (state IN ('alive', 'lost')),
+    registered REAL NOT NULL,
+    changed REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS models (
+    name TEXT PRIMARY KEY,
+    info TEXT NOT NULL,                         -- JSON catalog row
+    created REAL NOT NULL
+);
+"""
+
+
+class StoreError(RuntimeError):
+    """The state file cannot be used (wrong schema version, not a Horus store)."""
+
+
+@dataclass
+class JobRow:
+    """One row of ``jobs``, decoded."""
+
+    id: int
+    idem_key: str | None
+    name: str | None
+    model: str
+    batch_size: int
+    num_gpus: int
+    gpu_type: str | None
+    gpu_fraction: float | None
+    iterations: float | None
+    command: list[str]
+    env: dict[str, str]
+    cwd: str | None
+    state: str
+    attempt: int
+    placement: list[tuple[str, int]]
+    submitted: float
+    queued_since: float
+    started: float | None
+    first_started: float | None
+    ended: float | None
+    attained_gpu_s: float
+    iterations_done: float
+    attempt_start_iterations: float
+    oom_failures: int
+    preemptions: int
+    lost_runs: int
+    exit_code: int | None
+    reason: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> JobRow:
+        values = dict(row)
+        values["command"] = json.loads(values["command"])
+        values["env"] = json.loads(values["env"])
+        values["placement"] = [(str(a), int(i)) for a, i in json.loads(values["placement"] or "[]")]
+        return cls(**values)
+
+    @property
+    def job_id(self) -> str:
+        return str(self.id)
+
+
+@dataclass
+class AgentRow:
+    name: str
+    seq: int
+    hostname: str
+    gpus: list[dict[str, Any]]
+    state: str
+    registered: float
+    changed: float
+
+
+@dataclass
+class NewJob:
+    """What a submission stores (already validated)."""
+
+    model: str
+    batch_size: int
+    num_gpus: int
+    command: Sequence[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    name: str | None = None
+    gpu_type: str | None = None
+    gpu_fraction: float | None = None
+    iterations: float | None = None
+    idem_key: str | None = None
+
+
+class Store:
+    """Thread-safe access to one state file. Every public write is one transaction."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        self._db.row_factory = sqlite3.Row
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)  # idempotent (IF NOT EXISTS)
+            with self.transaction() as db:
+                found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                if found is None:
+                    db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                elif int(found["value"]) != SCHEMA_VERSION:
+                    raise StoreError(f"{self.path}: schema version {found['value']}, this Horus reads "
+                                     f"{SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StoreError(f"{self.path}: not a usable Horus state file ({exc})") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any exception)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    # ---- reads -----------------------------------------------------------------------------------
+    def job(self, job_id: int) -> JobRow | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return JobRow.from_row(row) if row else None
+
+    def jobs(self, states: Sequence[str] | None = None, limit: int | None = None,
+             newest_first: bool = False) -> list[JobRow]:
+        sql = "SELECT * FROM jobs"
+        args: list[Any] = []
+        if states:
+            sql += f" WHERE state IN ({','.join('?' * len(states))})"
+            args += list(states)
+        sql += " ORDER BY id DESC" if newest_first else " ORDER BY id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        with self._lock:
+            return [JobRow.from_row(r) for r in self._db.execute(sql, args).fetchall()]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state").fetchall()
+        return {r["state"]: int(r["n"]) for r in rows}
+
+    def events(self, job_id: int) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT time, kind, attempt, detail FROM events WHERE job_id = ? ORDER BY id",
+                                    (job_id,)).fetchall()
+        return [{"time": r["time"], "kind": r["kind"], "attempt": r["attempt"], **json.loads(r["detail"])}
+                for r in rows]
+
+    def agents(self) -> list[AgentRow]:
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM agents ORDER BY seq").fetchall()
+        return [AgentRow(r["name"], r["seq"], r["hostname"], json.loads(r["gpus"]), r["state"], r["registered"],
+                         r["changed"]) for r in rows]
+
+    def models(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT name, info FROM models").fetchall()
+        return {r["name"]: json.loads(r["info"]) for r in rows}
+
+    # ---- transitions (one transaction each) ---------------------------------------------------------
+    def submit(self, job: NewJob, now: float) -> tuple[JobRow, bool]:
+        """Store a new queued job; with an idempotency key already used, return that job. (row, created)."""
+        with self.transaction() as db:
+            if job.idem_key is not None:
+                found = db.execute("SELECT * FROM jobs WHERE idem_key = ?", (job.idem_key,)).fetchone()
+                if found is not None:
+                    return JobRow.from_row(found), False
+            cur = db.execute(
+                "INSERT INTO jobs (idem_key, name, model, batch_size, num_gpus, gpu_type, gpu_fraction, iterations, "
+                "command, env, cwd, state, submitted, queued_since) VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?)",
+                (job.idem_key, job.name, job.model, job.batch_size, job.num_gpus, job.gpu_type, job.gpu_fraction,
+                 job.iterations, json.dumps(list(job.command)), json.dumps(job.env), job.cwd, now, now))
+            job_id = int(cur.lastrowid)
+            self._event(db, job_id, now, "submitted", 0, {})
+            row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return JobRow.from_row(row), True
+
+    def start(self, job_id: int, placement: Sequence[tuple[str, int]], now: float) -> int | None:
+        """queued -> running with attempt + 1 on ``placement``; the new attempt, or None if not queued."""
+        with self.transaction() as db:
+            cur = db.execute(
+                "UPDATE jobs SET state = 'running', attempt = attempt + 1, placement = ?, started = ?, "
+                "first_started = COALESCE(first_started, ?), attempt_start_iterations = iterations_done "
+                "WHERE id = ? AND state = 'queued'",
+                (json.dumps([list(p) for p in placement]), now, now, job_id))
+            if cur.rowcount != 1:
+                return None
+            attempt = int(db.execute("SELECT attempt FROM jobs WHERE id = ?", (job_id,)).fetchone()[0])
+            self._event(db, job_id, now, "started", attempt, {"placement": [list(p) for p in placement]})
+        return attempt
+
+    def requeue(self, job_id: int, attempt: int, now: float, *, attained_gpu_s: float, iterations_done: float,
+                kind: str, detail: dict[str, Any] | None = None) -> bool:
+        """running -> queued. ``kind``: ``preempted`` | ``oom`` | ``lost`` (counted in preemptions,
+        oom_failures or lost_runs)."""
+        column = {"preempted": "preemptions", "oom": "oom_failures", "lost": "lost_runs"}[kind]
+        with self.transaction() as db:
+            cur = db.execute(
+                f"UPDATE jobs SET state = 'queued', placement = NULL, queued_since = ?, started = NULL, "
+                f"attained_gpu_s = ?, iterations_done = ?, {column} = {column} + 1, reason = ? "
+                f"WHERE id = ? AND state = 'running' AND attempt = ?",
+                (now, attained_gpu_s, iterations_done, kind, job_id, attempt))
+            if cur.rowcount != 1:
+                return False
+            self._event(db, job_id, now, f"requeued:{kind}", attempt, detail or {})
+        return True
+
+    def end(self, job_id: int, attempt: int | None, now: float, state: str, *, attained_gpu_s: float | None = None,
+            iterations_done: float | None = None, exit_code: int | None = None, reason: str | None = None,
+            oom: bool = False) -> bool:
+        """-> ``finished`` | ``failed`` | ``cancelled`` (final). ``attempt`` None: from any non-final state;
+        ``oom``: this end is one more out-of-memory failure."""
+        if state not in FINAL_STATES:
+            raise ValueError(f"not a final state: {state!r}")
+        sql = ("UPDATE jobs SET state = ?, ended = ?, placement = NULL, exit_code = ?, reason = ?, "
+               "attained_gpu_s = COALESCE(?, attained_gpu_s), iterations_done = COALESCE(?, iterations_done), "
+               "oom_failures = oom_failures + ? WHERE id = ? AND state IN ('queued', 'running')")
+        args: list[Any] = [state, now, exit_code, reason, attained_gpu_s, iterations_done, int(oom), job_id]
+        if attempt is not None:
+            sql += " AND attempt = ?"
+            args.append(attempt)
+        with self.transaction() as db:
+            current = db.execute("SELECT attempt FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if current is None or db.execute(sql, args).rowcount != 1:
+                return False
+            detail = {k: v for k, v in (("exit_code", exit_code), ("reason", reason)) if v is not None}
+            self._event(db, job_id, now, state, int(current[0]), detail)
+        return True
+
+    def progress(self, updates: Sequence[tuple[int, int, float]]) -> None:
+        """Record ``(job_id, attempt, iterations_done)`` telemetry of running attempts (one transaction)."""
+        if not updates:
+            return
+        with self.transaction() as db:
+            db.executemany("UPDATE jobs SET iterations_done = ? WHERE id = ? AND attempt = ? AND state = 'running'",
+                           [(it, job, att) for job, att, it in updates])
+
+    # ---- agents and models ---------------------------------------------------------------------------
+    def register_agent(self, name: str, hostname: str, gpus: list[dict[str, Any]], now: float) -> AgentRow:
+        with self.transaction() as db:
+            row = db.execute("SELECT seq, registered FROM agents WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM agents").fetchone()[0])
+                db.execute("INSERT INTO agents VALUES (?, ?, ?, ?, 'alive', ?, ?)",
+                           (name, seq, hostname, json.dumps(gpus), now, now))
+                registered = now
+            else:
+                seq, registered = int(row["seq"]), float(row["registered"])
+                db.execute("UPDATE agents SET hostname = ?, gpus = ?, state = 'alive', changed = ? WHERE name = ?",
+                           (hostname, json.dumps(gpus), now, name))
+        return AgentRow(name, seq, hostname, gpus, "alive", registered, now)
+
+    def agent_lost(self, name: str, now: float) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE agents SET state = 'lost', changed = ? WHERE name = ?", (now, name))
+
+    def add_model(self, name: str, info: dict[str, Any], now: float) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?)", (name, json.dumps(info), now))
+
+    @staticmethod
+    def _event(db: sqlite3.Connection, job_id: int, now: float, kind: str, attempt: int,
+               detail: dict[str, Any]) -> None:
+        db.execute("INSERT INTO events (job_id, time, kind, attempt, detail) VALUES (?, ?, ?, ?, ?)",
+                   (job_id, now, kind, attempt, json.dumps(detail)))

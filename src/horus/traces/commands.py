@@ -1,0 +1,55 @@
+"""``horus trace generate``: synthetic workloads with a target offered load (horus/traces/generate.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("trace", help="make workloads: saturated streams and work-bound batches")
+    sub = p.add_subparsers(dest="trace_command", metavar="ACTION", required=True)
+    g = sub.add_parser("generate", help="write a synthetic trace with a target offered load",
+                       description="Write a seeded synthetic trace (horus format): a Poisson stream at a target "
+                       "offered load, or a batch submitted at once (docs/traces.md).")
+    g.add_argument("--kind", default="stream", help="stream (default) or batch")
+    g.add_argument("--jobs", type=int, default=1000, help="number of jobs (default 1000)")
+    g.add_argument("--load", type=float, default=1.0,
+                   help="stream: offered load = mean GPU demand / cluster GPUs (default 1.0; >= 1 saturates)")
+    g.add_argument("--cluster", type=Path, help="cluster spec YAML whose GPU count sets the load (default: embedded)")
+    g.add_argument("--mix", default="gavel", help="job types: gavel (26 Gavel types, default) or zoo")
+    g.add_argument("--gpu-counts", default="1:0.70,2:0.12,4:0.10,8:0.08", help="GPUS:WEIGHT,... (default Philly-like)")
+    g.add_argument("--duration-median-s", type=float, default=1500.0)
+    g.add_argument("--duration-sigma", type=float, default=1.2)
+    g.add_argument("--duration-min-s", type=float, default=180.0)
+    g.add_argument("--duration-max-s", type=float, default=16 * 3600.0)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", type=Path, required=True, help="CSV to write")
+    g.set_defaults(func=run_generate)
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    from horus.clusterspec import load_cluster
+    from horus.errors import HorusInputError
+    from horus.traces.generate import WorkloadSpec, generate_workload, parse_gpu_counts, write_trace
+
+    cluster_path = args.cluster or Path(str(resources.files("horus.data").joinpath("default_cluster.yaml")))
+    cluster = load_cluster(cluster_path)
+    spec = WorkloadSpec(kind=args.kind, num_jobs=args.jobs, load=args.load, cluster_gpus=cluster.num_gpus,
+                        seed=args.seed, mix=args.mix, gpu_counts=parse_gpu_counts(args.gpu_counts),
+                        duration_median_s=args.duration_median_s, duration_sigma=args.duration_sigma,
+                        duration_min_s=args.duration_min_s, duration_max_s=args.duration_max_s)
+    rows, summary = generate_workload(spec)
+    if args.out.is_dir():
+        raise HorusInputError("--out", f"{args.out} is a directory; give a CSV file name")
+    try:
+        write_trace(args.out, rows, spec, summary)
+    except OSError as exc:
+        raise HorusInputError("--out", f"cannot write {args.out} ({exc.strerror})") from None
+    print(f"horus: wrote {len(rows)} jobs to {args.out} ({args.kind}, {cluster.num_gpus} GPUs)", file=sys.stderr)
+    print(json.dumps(summary))
+    return 0

@@ -1,0 +1,147 @@
+"""Crash safety: `kill -9` of the server while a client streams submissions, and of an agent running jobs."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from service_helpers import Server, free_port, kill_job_processes, wait_for
+
+N_SUBMISSIONS = 1000
+KILLS = 5
+
+
+def test_kill9_during_a_stream_of_submissions_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    """Every acknowledged job exists exactly once, reaches a final state, and ran exactly once."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    server = Server(tmp_path / "state", "--lease-s", "5", fake_gpus=4).start()
+    acked: dict[str, str] = {}
+    retries = 0
+    done = threading.Event()
+
+    def client() -> None:
+        nonlocal retries
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.token}"},
+                          timeout=5.0) as http:
+            for i in range(N_SUBMISSIONS):
+                key = f"key-{i:04d}"
+                body = {"command": ["sh", "-c", f"echo x >> {runs / key}"], "model": "a3c", "batch_size": 32,
+                        "idempotency_key": key}
+                while True:
+                    try:
+                        response = http.post("/v1/jobs", json=body)
+                    except httpx.HTTPError:
+                        retries += 1
+                        time.sleep(0.05)
+                        continue
+                    assert response.status_code in (200, 201), response.text
+                    acked[key] = response.json()["id"]
+                    break
+        done.set()
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    rng = random.Random(7)
+    kills = 0
+    try:
+        while not done.is_set() and kills < KILLS:
+            time.sleep(rng.uniform(0.5, 2.5))
+            server.kill9()
+            kills += 1
+            time.sleep(rng.uniform(0.0, 0.5))
+            server.start()
+        thread.join(timeout=240)
+        assert done.is_set(), f"client did not finish ({len(acked)} acknowledged)"
+        with server.client() as api:
+            def all_final() -> dict | None:
+                data = api.get("/v1/jobs", params={"limit": 100000}).json()
+                return data if not {"queued", "running"} & set(data["counts"]) else None
+
+            data = wait_for(all_final, timeout_s=240, interval_s=0.5, what="every job to end")
+    finally:
+        server.stop()
+        kill_job_processes(tmp_path)
+    jobs = data["jobs"]
+    keys = [j["idempotency_key"] for j in jobs]
+    assert kills >= 3, "the stream ended before the server could be killed several times"
+    assert len(acked) == N_SUBMISSIONS
+    assert sorted(keys) == sorted(acked), "lost or duplicated submissions"
+    assert {j["idempotency_key"]: j["id"] for j in jobs} == acked  # the acknowledged id is the stored one
+    assert data["counts"] == {"finished": N_SUBMISSIONS}, data["counts"]
+    ran = {p.name: p.read_text().count("x") for p in runs.iterdir()}
+    assert ran == {key: 1 for key in acked}, "a job ran twice or never"
+    print(f"\n{N_SUBMISSIONS} submissions, {kills} kill -9s, {retries} client retries: 0 lost, 0 duplicated")
+
+
+def _agent(server: Server, name: str, workdir: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-m", "horus.cli", "agent", "--server", server.url, "--token-file",
+                             str(server.state_dir / "token"), "--name", name, "--workdir", str(workdir),
+                             "--fake-gpus", "2", "--heartbeat-s", "0.2", "--grace-s", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_killed_agent_jobs_are_requeued_and_its_stale_process_is_stopped(tmp_path: Path) -> None:
+    server = Server(tmp_path / "state", "--no-agent", "--lease-s", "2", fake_gpus=0).start()
+    agents: list[subprocess.Popen[bytes]] = []
+    try:
+        with server.client() as api:
+            agents.append(_agent(server, "a1", tmp_path / "a1"))
+            wait_for(lambda: len(api.get("/v1/cluster").json()["gpus"]) == 2, what="agent a1")
+            # attempt 1 sleeps (it will be orphaned); attempt 2 finishes at once
+            job = api.post("/v1/jobs", json={"command": ["sh", "-c", 'test "$HORUS_ATTEMPT" = 2 || sleep 120'],
+                                             "model": "a3c", "batch_size": 32}).json()
+            wait_for(lambda: api.get(f"/v1/jobs/{job['id']}").json()["state"] == "running", what="running")
+            pid_file = tmp_path / "a1" / "jobs" / job["id"] / "1" / "pid"
+            orphan = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().split()[0], what="pid"))
+            agents[0].send_signal(signal.SIGKILL)
+            agents[0].wait(10)
+            requeued = wait_for(lambda: (j := api.get(f"/v1/jobs/{job['id']}").json())["state"] == "queued" and j,
+                                timeout_s=15, what="requeue after the lease")
+            assert requeued["lost_runs"] == 1 and requeued["reason"] == "lost"
+            assert api.get("/v1/cluster").json()["gpus"] == []  # the lost machine left the cluster
+            os.kill(orphan, 0)  # its process still runs: the agent was killed, not the job
+            agents.append(_agent(server, "a2", tmp_path / "a2"))
+            finished = wait_for(lambda: (j := api.get(f"/v1/jobs/{job['id']}").json())["state"] == "finished" and j,
+                                timeout_s=20, what="attempt 2 on a2")
+            assert finished["attempt"] == 2
+            assert [e["kind"] for e in finished["events"]] == ["submitted", "started", "requeued:lost", "started",
+                                                                "finished"]
+            agents.append(_agent(server, "a1", tmp_path / "a1"))  # a1 comes back and finds its stale attempt
+            wait_for(lambda: not os.path.exists(f"/proc/{orphan}") or _zombie(orphan), timeout_s=20,
+                     what="the stale attempt to be stopped")
+    finally:
+        for agent in agents:
+            agent.kill()
+            agent.wait(10)
+        server.stop()
+        kill_job_processes(tmp_path)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("port", [free_port()])
+def test_server_refuses_a_corrupt_state_file(tmp_path: Path, port: int) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "horus.db").write_bytes(b"this is not sqlite" * 100)
+    result = subprocess.run([sys.executable, "-m", "horus.cli", "serve", "--state-dir", str(state), "--port",
+                             str(port), "--fake-gpus", "1"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.startswith("horus: error: --state-dir:") and "not a usable Horus state file" in result.stderr
+    assert (state / "horus.db").read_bytes() == b"this is not sqlite" * 100  # untouched
