@@ -188,7 +188,7 @@ def serve(app: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    # loop="asyncio": uvloop (when installed) would set a process-wide event loop policy under other tests
+    # loop="asyncio": the same event loop in tests whether or not uvloop is installed
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", loop="asyncio"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
