@@ -104,6 +104,13 @@ def load_catalog() -> dict[str, ModelInfo]:
         return parse_catalog(list(csv.DictReader(fh)), "horus/data/model_catalog.csv")
 
 
+def register_model(info: ModelInfo) -> ModelInfo:
+    """Add a model known only at run time (e.g. an ONNX graph a Kubernetes pod points at) to this process's
+    catalog, so every predictor can look it up by ``info.name``. Re-registering the same name replaces it."""
+    load_catalog()[info.name] = info
+    return info
+
+
 def model_info(name: str) -> ModelInfo:
     catalog = load_catalog()
     try:
@@ -111,10 +118,3 @@ def model_info(name: str) -> ModelInfo:
     except KeyError:
         raise HorusInputError("model", f"unknown model {name!r}; known: {', '.join(sorted(catalog))}") from None
 
-
-def add_model(info: ModelInfo) -> None:
-    """Make ``info`` known to every predictor in this process (models uploaded to the live service)."""
-    existing = load_catalog().get(info.name)
-    if existing is not None and existing != info:
-        raise HorusInputError("model", f"model {info.name!r} is already in the catalog with other features")
-    load_catalog()[info.name] = info

@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "horus.interference.commands",
     "horus.service.commands",
     "horus.ray.commands",
+    "horus.k8s.commands",
 )
 
 

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from horus.catalog import FEATURE_NAMES, OP_KINDS
+from horus.catalog import FEATURE_NAMES, OP_KINDS, ModelInfo
 from horus.errors import HorusInputError
 
 _ONNX_KIND: dict[str, str] = {
@@ -115,3 +115,35 @@ def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, in
     result = {name: values[name] for name in FEATURE_NAMES}
     result["estimated"] = ["train_flops", "activation_bytes"]
     return result
+
+
+def onnx_model_name(data: bytes) -> str:
+    """The catalog name of an ONNX graph's bytes: the same file is always the same model."""
+    import hashlib
+
+    return f"onnx-{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+def onnx_model_info(data: bytes, name: str, source: str) -> tuple[ModelInfo, int]:
+    """(per-sample catalog features, batch size of the graph) of an ONNX file's bytes; HorusInputError
+    naming ``source`` for a malformed file or a graph without countable FLOPs (export static shapes)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.onnx"
+        path.write_bytes(data)
+        try:
+            feats = extract_onnx_features(path)
+        except HorusInputError as exc:
+            raise HorusInputError(source, exc.message) from None
+    batch = max(int(feats["batch_size"]), 1)
+    if feats["forward_flops"] <= 0:
+        raise HorusInputError(source, "no FLOPs found in the graph (export it with static input shapes)")
+    info = ModelInfo(name=name, family="onnx", params=int(feats["params"]),
+                     forward_flops_per_sample=feats["forward_flops"] / batch,
+                     train_flops_per_sample=feats["train_flops"] / batch,
+                     activation_bytes_per_sample=feats["activation_bytes"] / batch,
+                     input_size=int(feats["input_size"]), depth=int(feats["depth"]),
+                     op_counts={k: int(feats[f"n_{k}"]) for k in OP_KINDS},
+                     source=f"onnx: {source} (estimated: {', '.join(feats['estimated'])})")
+    return info, batch

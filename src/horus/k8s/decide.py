@@ -1,0 +1,302 @@
+"""Per-node feasibility and scores from the registered policy, and the decision itself.
+
+Two ways to ask the policy, both its own logic (nothing re-implemented here):
+
+* **placement path** (policies whose decision for one job is their ``FastPlacement``'s ``evaluate``:
+  ``horus``, ``sjf-horus``, ``fifo-exclusive``, ``gandiva``, ``tiresias``...): one vectorised
+  ``placement.cost_per_gpu`` over every GPU, then on each node the ``k`` cheapest feasible GPUs, which is
+  what ``select_gpus`` picks on a cost restricted to that node. Cost: microseconds per node.
+* **policy path** (any other policy, e.g. ``horus-iasp``, ``geng``): the policy's ``schedule`` on a
+  one-node state per candidate node (feasibility), and once on the feasible nodes together (the node it
+  picks scores 10, the others 5). Cost: one policy call per node (see benchmarks/k8s_extender.py).
+
+The decision at bind time is always ``SchedulerCore(one-node state, policy, executor).schedule(now)``:
+the same core every backend uses, on the node kube-scheduler chose, after the pods already bound there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from horus.core.scheduler import Executor, SchedulerCore
+from horus.errors import HorusInputError
+from horus.gpu_types import accepted_gpu_types
+from horus.jobs import JobSpec
+from horus.k8s.model import ClusterModel
+from horus.k8s.protocol import MAX_SCORE, MIN_SCORE
+from horus.plugins import load_all
+from horus.policies._common import FastPlacement
+from horus.policies.base import POLICIES, ComposedPolicy, Policy, Start
+from horus.policies.horus import HorusPolicy
+from horus.state import QueuedJob
+
+
+@dataclass(frozen=True)
+class NodeChoice:
+    """The policy's answer for one node: local GPU indices (None = cannot place) and cost per worker."""
+
+    gpus: tuple[int, ...] | None
+    cost: float  # lower is better; inf when infeasible; 0.0 everywhere on the policy path
+    reason: str = ""
+    unresolvable: bool = False  # preempting pods on the node would not help (too few GPUs, wrong type)
+
+
+OK, UNKNOWN, PROBLEM, TOO_FEW, WRONG_TYPE, NO_FIT = range(6)  # per-node verdict codes
+UNRESOLVABLE = (PROBLEM, TOO_FEW, WRONG_TYPE)  # preempting pods on the node would not help
+COST_PER_POINT = 0.1  # one score point per 0.1 of cost per worker (about 10 % predicted utilization)
+
+
+class _NodeTable:
+    """Per-model arrays over all its nodes (usable or not), rebuilt only when the node set changes."""
+
+    def __init__(self, model: ClusterModel) -> None:
+        names = list(model.nodes)
+        self.row_of = {name: i for i, name in enumerate(names)}
+        self.usable = np.array([model.node_index.get(n, -1) for n in names], dtype=np.int64)
+        self.num_gpus = np.array([model.nodes[n].num_gpus for n in names], dtype=np.int64)
+        self.type_name = np.array([(model.nodes[n].gpu_type.name if model.nodes[n].gpu_type else "") for n in names],
+                                  dtype=object)
+        self.problem = [model.nodes[n].problem for n in names]
+        self._rows: dict[tuple[str, ...], np.ndarray] = {}
+
+    def rows(self, names: list[str]) -> np.ndarray:
+        """Row of each name (-1: unknown); kube-scheduler resends the same lists, so recent ones are kept."""
+        key = tuple(names)
+        found = self._rows.get(key)
+        if found is None:
+            if len(self._rows) >= 8:
+                self._rows.clear()
+            found = self._rows[key] = np.fromiter(map(self.row_of.get, names, repeat(-1)), dtype=np.int64,
+                                                  count=len(names))
+        return found
+
+
+class Verdicts:
+    """The policy's answer for each requested node, as arrays aligned with ``names``."""
+
+    def __init__(self, names: list[str], code: np.ndarray, cost: np.ndarray, gpus: np.ndarray, rows: np.ndarray,
+                 table: _NodeTable, spec: JobSpec, policy: str) -> None:
+        self.names, self.code, self.cost, self.gpus = names, code, cost, gpus
+        self._rows, self._table, self._spec, self._policy = rows, table, spec, policy
+        self.ok = code == OK
+
+    def passed(self) -> list[str]:
+        return [self.names[i] for i in np.flatnonzero(self.ok)]
+
+    def reason(self, i: int) -> str:
+        code, spec = int(self.code[i]), self._spec
+        if code == UNKNOWN:
+            return "node not (yet) known to the Horus extender"
+        if code == PROBLEM:
+            return f"Horus: {self._table.problem[int(self._rows[i])]}"
+        if code == TOO_FEW:
+            have = self._table.num_gpus[int(self._rows[i])]
+            return f"Horus: node has {have} GPUs, pod needs {spec.num_gpus} on one node"
+        if code == WRONG_TYPE:
+            return (f"Horus: GPU type {self._table.type_name[int(self._rows[i])]} not in the pod's request "
+                    f"{spec.gpu_type_request!r}")
+        return f"Horus policy {self._policy!r}: no {spec.num_gpus} GPU(s) here fit the pod's predicted load"
+
+    def failed(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(FailedNodes, FailedAndUnresolvableNodes) with a message per node."""
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        bad = np.flatnonzero(~self.ok)
+        no_fit = self.reason(int(bad[0])) if len(bad) and self.code[bad[0]] == NO_FIT else None
+        for i in bad.tolist():
+            code = int(self.code[i])
+            if code == NO_FIT:  # the common case: one message for all
+                failed[self.names[i]] = no_fit or self.reason(i)
+            else:
+                (unresolvable if code in UNRESOLVABLE else failed)[self.names[i]] = self.reason(i)
+        return failed, unresolvable
+
+    def __getitem__(self, name: str) -> NodeChoice:
+        i = self.names.index(name)
+        if not self.ok[i]:
+            return NodeChoice(None, math.inf, self.reason(i), int(self.code[i]) in UNRESOLVABLE)
+        return NodeChoice(tuple(int(g) for g in self.gpus[i][: self._spec.num_gpus]), float(self.cost[i]))
+
+    def values(self) -> list[NodeChoice]:
+        return [self[name] for name in self.names]
+
+    def scores(self) -> np.ndarray:
+        """0..10 per node: the policy's own choice (the cheapest feasible node) 10; every other feasible node
+        loses one point per ``COST_PER_POINT`` of extra cost per worker (at least one, so 10 marks the
+        policy's choice); infeasible nodes 0. Near-equal nodes stay near-equal for kube-scheduler."""
+        out = np.full(len(self.names), MIN_SCORE, dtype=np.int64)
+        if not self.ok.any():
+            return out
+        cost = self.cost[self.ok]
+        lo = cost.min()
+        lost = np.maximum(1, np.rint((cost - lo) / COST_PER_POINT)).astype(np.int64)
+        out[self.ok] = np.where(cost <= lo, MAX_SCORE, np.maximum(MIN_SCORE, MAX_SCORE - lost))
+        return out
+
+
+class PreemptionUnsupported(RuntimeError):
+    """The policy wanted to stop a running pod; the extender never evicts pods."""
+
+
+class _Recorder:
+    """An Executor that only records the start (used to ask the policy without acting)."""
+
+    def __init__(self) -> None:
+        self.started: tuple[int, ...] | None = None
+
+    def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
+        self.started = gpus
+
+    def preempt(self, job_id: str, now: float) -> None:
+        raise PreemptionUnsupported(job_id)
+
+
+def placement_of(policy: Policy) -> FastPlacement | None:
+    """The policy's placement when one job's decision is exactly ``placement.evaluate``, else None."""
+    if isinstance(policy, HorusPolicy):
+        same = all(getattr(type(policy), hook) is getattr(HorusPolicy, hook)
+                   for hook in ("choose", "job_load", "planning_load"))
+        return policy.placement if same and isinstance(policy.placement, FastPlacement) else None
+    if isinstance(policy, ComposedPolicy) and isinstance(policy.placement, FastPlacement):
+        return policy.placement if type(policy.placement).place is FastPlacement.place else None
+    return None
+
+
+class Decider:
+    """A registered policy (default ``horus``) asked about one pending pod at a time."""
+
+    def __init__(self, policy: str = "horus", policy_args: dict[str, Any] | None = None) -> None:
+        load_all("horus.policies")
+        if policy not in POLICIES:
+            raise HorusInputError("--policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES.names())}")
+        self.policy_name = policy
+        self.policy_args = dict(policy_args or {})
+        probe = self.new_policy()
+        if probe.is_oracle:
+            raise HorusInputError("--policy", f"policy {policy!r} is an oracle (it reads a simulated truth); "
+                                  f"it cannot schedule real pods")
+        self.placement = placement_of(probe)
+        self.path = "placement" if self.placement is not None else "policy"
+        self._cache_key: tuple[Any, ...] | None = None
+        self._cache: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros((0, 1), dtype=np.int64))
+        self._table_of: int | None = None
+        self._node_table: _NodeTable | None = None
+
+    def new_policy(self) -> Policy:
+        return POLICIES.create(self.policy_name, **self.policy_args)
+
+    def describe(self) -> dict[str, Any]:
+        return {"policy": self.new_policy().describe(), "path": self.path}
+
+    # ---- filter / prioritize ----------------------------------------------------------------------
+    def evaluate(self, model: ClusterModel, spec: JobSpec, names: list[str]) -> Verdicts:
+        """The policy's answer on each of ``names`` (nodes Horus cannot use are answered too), as arrays."""
+        table = self._table(model)
+        rows = table.rows(names)
+        known = rows >= 0
+        safe = np.where(known, rows, 0)
+        usable = np.where(known, table.usable[safe], -1)
+        code = np.where(~known, UNKNOWN, np.where(usable < 0, PROBLEM, OK))
+        k = spec.num_gpus
+        code = np.where((code == OK) & (table.num_gpus[safe] < k), TOO_FEW, code)
+        accepted = accepted_gpu_types(spec.gpu_type_request)
+        if accepted is not None:
+            code = np.where((code == OK) & ~np.isin(table.type_name[safe], sorted(accepted)), WRONG_TYPE, code)
+        cost = np.full(len(names), np.inf)
+        gpus = np.full((len(names), max(k, 1)), -1, dtype=np.int64)
+        candidates = np.flatnonzero(code == OK)
+        if len(candidates):
+            if self.placement is not None:
+                per_worker, order = self._all_nodes(model, spec)
+                sel = usable[candidates]
+            else:
+                per_worker, order = self._policy_path(model, spec, [names[i] for i in candidates])
+                sel = np.arange(len(candidates))
+            cost[candidates] = per_worker[sel]
+            gpus[candidates] = order[sel]
+            code[candidates[~np.isfinite(per_worker[sel])]] = NO_FIT
+        return Verdicts(names, code, cost, gpus, rows, table, spec, self.policy_name)
+
+    def _table(self, model: ClusterModel) -> _NodeTable:
+        if self._table_of != model.generation or self._node_table is None:
+            self._node_table, self._table_of = _NodeTable(model), model.generation
+        return self._node_table
+
+    def _all_nodes(self, model: ClusterModel, spec: JobSpec) -> tuple[np.ndarray, np.ndarray]:
+        """Placement path over every usable node at once: cost per worker (inf = cannot) and the chosen
+        GPUs on each node (indices on the node), cached per belief and model version."""
+        key = (model.generation, model.version, getattr(spec, "belief_key", spec.job_type), spec.num_gpus,
+               spec.gpu_type_request, spec.gpu_fraction)
+        if key == self._cache_key:
+            return self._cache
+        placement = self.placement
+        assert placement is not None
+        state = model.state
+        k = spec.num_gpus
+        n_nodes = len(model.node_index)
+        cost = None
+        if n_nodes:
+            placement.begin(state.load, state)
+            if placement.any_room():
+                cost = placement.cost_per_gpu(QueuedJob(spec, queued_since=model.now), state.load, state)
+        if cost is None or n_nodes == 0:
+            found = (np.full(n_nodes, np.inf), np.full((n_nodes, k), -1, dtype=np.int64))
+        else:
+            idx = placement.idx
+            padded = np.where(idx.node_pad, np.inf, cost[idx.node_gpus])
+            if k > padded.shape[1]:
+                found = (np.full(n_nodes, np.inf), np.full((n_nodes, k), -1, dtype=np.int64))
+            else:
+                # select_gpus on a cost restricted to one node: its k cheapest feasible GPUs, stable order
+                if k == 1:
+                    order = np.argmin(padded, axis=1)[:, None]
+                else:
+                    order = np.argsort(padded, axis=1, kind="stable")[:, :k]
+                per_worker = np.take_along_axis(padded, order, axis=1).sum(axis=1) / k
+                found = (per_worker, order)
+        self._cache_key, self._cache = key, found
+        return found
+
+    def _policy_path(self, model: ClusterModel, spec: JobSpec, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        k = spec.num_gpus
+        per_worker = np.full(len(names), np.inf)
+        order = np.full((len(names), k), -1, dtype=np.int64)
+        for i, name in enumerate(names):
+            gpus = self.ask(model.restricted([name]), spec)
+            if gpus is not None:
+                per_worker[i], order[i] = 0.0, gpus
+        feasible = [names[i] for i in np.flatnonzero(np.isfinite(per_worker))]
+        if len(feasible) > 1:  # the policy's preference among them: the node it picks scores 10, others 5
+            together = model.restricted(feasible)
+            gpus = self.ask(together, spec)
+            picked = together.cluster.nodes[together.cluster.gpus[gpus[0]].node].name if gpus is not None else None
+            for i, name in enumerate(names):
+                if np.isfinite(per_worker[i]) and name != picked:
+                    per_worker[i] = 5 * COST_PER_POINT
+        return per_worker, order
+
+    def ask(self, model: ClusterModel, spec: JobSpec, executor: Executor | None = None) -> tuple[int, ...] | None:
+        """Run the policy through ``SchedulerCore`` on ``model`` with ``spec`` as the only queued job.
+
+        Returns the global GPU indices it started the pod on (in ``model``), or None. ``executor`` (default:
+        record only) carries the start out; a policy that preempts raises ``PreemptionUnsupported``.
+        """
+        state = model.state
+        state.submit(spec, model.now)
+        core = SchedulerCore(state, self.new_policy(), executor or _Recorder())
+        try:
+            actions = core.schedule(model.now)
+        finally:
+            state.queue.pop(spec.job_id, None)
+        started = [a for a in actions if isinstance(a, Start) and a.job_id == spec.job_id]
+        return tuple(started[0].gpus) if started else None
+
+
+def scores(verdicts: Verdicts) -> dict[str, int]:
+    """0..10 per node (see ``Verdicts.scores``)."""
+    return dict(zip(verdicts.names, verdicts.scores().tolist()))

@@ -1,0 +1,155 @@
+"""The three extender verbs over a ``ClusterStore`` and a ``Decider``; binds serialised per node.
+
+* filter: the candidate nodes on which the policy can place the pod now (others with the reason);
+* prioritize: 0..10 per candidate from the policy's cost there (the policy's own choice scores 10);
+* bind: on the node kube-scheduler chose, ``SchedulerCore`` runs the policy on that node's state with
+  the pod queued; its ``Executor`` (``_BindExecutor``) patches the decision annotations, posts the
+  ``v1.Binding`` and counts the pod. One lock per node: two binds to one node never interleave, so the
+  second sees the first's GPUs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from horus.errors import HorusInputError
+from horus.jobs import JobSpec
+from horus.k8s.api import KubeAPI, KubeAPIError
+from horus.k8s.decide import Decider, PreemptionUnsupported
+from horus.k8s.model import ClusterModel
+from horus.k8s.protocol import BindingArgs, ExtenderArgs, binding_result, filter_result, host_priority_list
+from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, pod_job_spec
+
+log = logging.getLogger("horus.k8s")
+
+
+class _BindExecutor:
+    """Carries out the core's Start for one pod: annotate, bind, count."""
+
+    def __init__(self, extender: Extender, pod: dict[str, Any], args: BindingArgs, model: ClusterModel) -> None:
+        self.extender = extender
+        self.pod = pod
+        self.args = args
+        self.model = model
+        self.annotations: dict[str, str] = {}
+
+    def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
+        assert isinstance(spec, PodJobSpec)
+        ext, args, node = self.extender, self.args, self.args.node
+        info = self.model.nodes[node]
+        assert info.gpu_type is not None and ext.api is not None
+        local = self.model.local_gpus(node, gpus)
+        self.annotations = decision_annotations(spec, node, local, list(info.uuids) if info.uuids else None,
+                                                info.gpu_type.memory_mib, ext.clock())
+        uid = args.pod_uid or str(self.pod["metadata"].get("uid") or "")
+        patched = ext.api.annotate_pod(args.pod_namespace, args.pod_name, self.annotations)
+        ext.api.bind(args.pod_namespace, args.pod_name, uid, node)
+        self.model.state.start(spec.job_id, gpus, now)
+        placed = dict(patched or self.pod)
+        placed["metadata"] = {**(placed.get("metadata") or {}),
+                              "annotations": {**((placed.get("metadata") or {}).get("annotations") or {}),
+                                              **self.annotations}}
+        placed["spec"] = {**(placed.get("spec") or {}), "nodeName": node}
+        ext.store.assume(placed)
+
+    def preempt(self, job_id: str, now: float) -> None:
+        raise PreemptionUnsupported(job_id)
+
+
+class Extender:
+    def __init__(self, store: Any, decider: Decider, api: KubeAPI | None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.decider = decider
+        self.api = api
+        self.clock = clock
+        self._node_locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self.counts = {"filter": 0, "prioritize": 0, "bind": 0, "bind_errors": 0}
+
+    def node_lock(self, node: str) -> threading.Lock:
+        with self._guard:
+            lock = self._node_locks.get(node)
+            if lock is None:
+                lock = self._node_locks[node] = threading.Lock()
+            return lock
+
+    # ---- filter / prioritize --------------------------------------------------------------------------
+    def filter(self, args: ExtenderArgs) -> dict[str, Any]:
+        self.counts["filter"] += 1
+        try:
+            spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
+        except PodError as exc:
+            return filter_result(args, [], {}, {}, error=str(exc))
+        if spec.num_gpus == 0:  # not a GPU pod: nothing for Horus to decide
+            return filter_result(args, args.node_names, {}, {})
+        if args.nodes is not None:
+            self.store.upsert_nodes(args.nodes)
+        try:
+            with self.store.lock:
+                choices = self.decider.evaluate(self.store.model, spec, args.node_names)
+        except HorusInputError as exc:  # e.g. a policy whose interference model does not know the pod's model
+            return filter_result(args, [], {}, {}, error=f"Horus policy {self.decider.policy_name!r}: {exc}")
+        failed, unresolvable = choices.failed()
+        return filter_result(args, choices.passed(), failed, unresolvable)
+
+    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
+        """Raises PodError / HorusInputError for a pod Horus cannot read or decide on (the server answers 400)."""
+        self.counts["prioritize"] += 1
+        spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
+        if spec.num_gpus == 0:
+            return host_priority_list((n, 0) for n in args.node_names)
+        if args.nodes is not None:
+            self.store.upsert_nodes(args.nodes)
+        with self.store.lock:
+            choices = self.decider.evaluate(self.store.model, spec, args.node_names)
+        return host_priority_list(zip(args.node_names, choices.scores().tolist()))
+
+    # ---- bind --------------------------------------------------------------------------------------------
+    def bind(self, args: BindingArgs) -> dict[str, str]:
+        self.counts["bind"] += 1
+        error = self._bind(args)
+        if error:
+            self.counts["bind_errors"] += 1
+            log.warning("bind %s/%s -> %s failed: %s", args.pod_namespace, args.pod_name, args.node, error)
+        return binding_result(error)
+
+    def _bind(self, args: BindingArgs) -> str:
+        if self.api is None:
+            return "this Horus extender has no Kubernetes API access; it cannot bind"
+        try:
+            pod = self.api.get_pod(args.pod_namespace, args.pod_name)
+            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            if args.pod_uid and uid and uid != args.pod_uid:
+                return (f"pod {args.pod_namespace}/{args.pod_name} has UID {uid}, not {args.pod_uid} "
+                        f"(it was recreated)")
+            if (pod.get("spec") or {}).get("nodeName"):
+                return f"pod {args.pod_namespace}/{args.pod_name} is already bound to {pod['spec']['nodeName']}"
+            spec = pod_job_spec(pod, self.clock(), self.store.onnx)
+            if spec.num_gpus == 0:
+                self.api.bind(args.pod_namespace, args.pod_name, args.pod_uid or uid, args.node)
+                return ""
+            with self.node_lock(args.node):
+                with self.store.lock:
+                    model = self.store.model
+                    info = model.nodes.get(args.node)
+                    if info is None or args.node not in model.node_index:
+                        why = info.problem if info is not None else "node not (yet) known"
+                        return f"Horus cannot place GPUs on node {args.node}: {why}"
+                    model = model.restricted([args.node])
+                model.now = self.clock()
+                executor = _BindExecutor(self, pod, args, model)
+                gpus = self.decider.ask(model, spec, executor)
+                if gpus is None:
+                    return (f"Horus policy {self.decider.policy_name!r}: pod {args.pod_namespace}/{args.pod_name} "
+                            f"does not fit on {args.node} now (e.g. another pod was bound there since filter)")
+            return ""
+        except (KubeAPIError, PodError, HorusInputError) as exc:
+            return str(exc)
+        except PreemptionUnsupported:
+            return (f"Horus policy {self.decider.policy_name!r} wanted to preempt a running pod on {args.node}; "
+                    f"the extender never evicts pods")

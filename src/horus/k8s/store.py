@@ -1,0 +1,117 @@
+"""The cluster as last listed from the API server, plus the pods this extender just bound.
+
+``sync(nodes, pods)`` takes a full listing: it rebuilds the model when any node's GPUs changed and
+otherwise applies only the pods that changed (by ``resourceVersion``). ``assume(pod)`` counts a pod the
+extender has just bound before the next listing shows it (kept ``assume_ttl_s`` at most), as
+kube-scheduler's own cache does. Everything is derived from API objects: a restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from horus.k8s.model import ClusterModel, is_placed
+from horus.k8s.nodes import node_gpus
+from horus.k8s.resources import pod_job_id
+from horus.predict.base import Predictor
+
+
+def _version(obj: dict[str, Any]) -> Any:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+class ClusterStore:
+    def __init__(self, predictor: Predictor, *, clock: Callable[[], float] = time.time,
+                 assume_ttl_s: float = 30.0, onnx: Callable[[str, str], str] | None = None) -> None:
+        self.lock = threading.RLock()
+        self.predictor = predictor
+        self.onnx = onnx  # resolves horus.io/onnx-configmap annotations (horus.k8s.onnx_models)
+        self.clock = clock
+        self.assume_ttl_s = assume_ttl_s
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.assumed: dict[str, tuple[float, dict[str, Any]]] = {}
+        self.model = ClusterModel([], [], predictor, onnx=onnx)
+        self.synced = False
+        self.rebuilds = 0
+        self.last_sync_s = 0.0
+
+    # ---- full listings -------------------------------------------------------------------------------
+    def sync(self, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]]) -> None:
+        began = time.perf_counter()
+        with self.lock:
+            now = self.clock()
+            listed = {pod_job_id(p): p for p in pods}
+            for job_id, (when, pod) in list(self.assumed.items()):
+                current = listed.get(job_id)
+                if (current is not None and is_placed(current)) or now - when > self.assume_ttl_s:
+                    del self.assumed[job_id]  # the API caught up (or never will)
+                else:
+                    listed[job_id] = pod
+            new_nodes = {str((n.get("metadata") or {}).get("name")): n for n in nodes}
+            if not self.synced or self._gpus_changed(new_nodes, replace=True):
+                self.nodes = new_nodes
+                self._rebuild(listed, now)
+            else:
+                self.nodes = new_nodes
+                self._apply(listed, now)
+            self.synced = True
+        self.last_sync_s = time.perf_counter() - began
+
+    def upsert_nodes(self, nodes: Iterable[dict[str, Any]]) -> None:
+        """Nodes as sent in ``ExtenderArgs.Nodes`` (a subset: nodes not sent are kept). Only nodes whose
+        ``resourceVersion`` moved are looked at; the model is rebuilt only if one's GPUs changed."""
+        with self.lock:
+            changed = {}
+            for node in nodes:
+                name = node["metadata"]["name"]
+                old = self.nodes.get(name)
+                if old is None or _version(old) != _version(node) or _version(node) is None:
+                    changed[name] = node
+            if not changed:
+                return
+            self.nodes = {**self.nodes, **changed}
+            if self._gpus_changed(changed, replace=False):
+                self._rebuild(dict(self.pods), self.clock())
+
+    def _gpus_changed(self, nodes: dict[str, dict[str, Any]], *, replace: bool) -> bool:
+        old = self.model.nodes
+        if replace and set(nodes) != set(old):
+            return True
+        return any(name not in old or node_gpus(node).signature != old[name].signature
+                   for name, node in nodes.items())
+
+    def _rebuild(self, pods: dict[str, dict[str, Any]], now: float) -> None:
+        self.model = ClusterModel(self.nodes.values(), pods.values(), self.predictor, now, self.onnx)
+        self.pods = pods
+        self.rebuilds += 1
+        # The listing is hundreds of thousands of long-lived objects: keep them out of the cyclic garbage
+        # collector's full passes, which otherwise stall a request for ~10 ms now and then.
+        gc.collect()
+        gc.freeze()
+
+    def _apply(self, pods: dict[str, dict[str, Any]], now: float) -> None:
+        model = self.model
+        model.now = now
+        for job_id, old in self.pods.items():
+            new = pods.get(job_id)
+            if new is None or new is not old and (_version(new) != _version(old) or _version(new) is None):
+                model.remove_pod(job_id)
+        for job_id, pod in pods.items():
+            if job_id not in model.pods:
+                model.add_pod(pod)
+        self.pods = pods
+
+    # ---- our own binds ---------------------------------------------------------------------------------
+    def assume(self, pod: dict[str, Any]) -> None:
+        """Count ``pod`` (bound by us, annotations and ``spec.nodeName`` set) until a listing shows it."""
+        with self.lock:
+            job_id = pod_job_id(pod)
+            self.assumed[job_id] = (self.clock(), pod)
+            self.pods[job_id] = pod
+            self.model.remove_pod(job_id)
+            self.model.add_pod(pod)
