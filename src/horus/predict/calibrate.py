@@ -1,7 +1,7 @@
 """Calibrate the physical predictor's few constants on public measurements (``horus.predict.measurements``).
 
-* Time and utilization: per GPU type present in the data, ``compute_eff``, ``bw_eff`` and ``dispatch_s``; globally
-  ``min_kernel_s`` and ``step_s``. Bounded least squares (``scipy.optimize.least_squares``) on
+* Time and utilization: per GPU type present in the data, ``compute_eff``, ``bw_eff``, ``dispatch_s`` and
+  ``step_s``; globally ``min_kernel_s``. Bounded least squares (``scipy.optimize.least_squares``) on
   ln(predicted / measured iteration time) and 3 x (predicted - measured utilization), each dataset x GPU group
   weighted equally, with a weak pull (0.1 per unit of ln) of every constant towards its prior.
 * Memory: ``context_mib`` per GPU type with memory data, globally ``act_scale`` and ``transient_scale``, on
@@ -25,7 +25,7 @@ from scipy.optimize import least_squares
 from horus.gpu_types import gpu_spec
 from horus.predict.measurements import Measurement
 from horus.predict.physical import (
-    OPT_BYTES, OPT_KERNELS, PER_GPU_FIELDS, GlobalParams, GPUParams, PhysicalParams, memory_mib,
+    OPT_BYTES, OPT_KERNELS, PER_GPU_FIELDS, GlobalParams, GPUParams, PhysicalParams, matrix_peak_flops, memory_mib,
 )
 from horus.predict.workload import HOST, KERNEL, RNN_SUFFIX
 
@@ -36,8 +36,8 @@ ROBUST_SCALE = 0.3  # soft-L1 scale of the residuals: a workload the model canno
                     # environment) counts linearly, not quadratically
 MAX_ROWS_PER_GROUP = 300
 # (name, lower, upper) of fitted constants; priors are the GPUParams / GlobalParams defaults.
-GPU_BOUNDS = {"compute_eff": (0.02, 1.0), "bw_eff": (0.05, 1.0), "dispatch_s": (1e-6, 3e-4)}
-GLOBAL_BOUNDS = {"min_kernel_s": (5e-7, 5e-5), "step_s": (1e-5, 0.1)}
+GPU_BOUNDS = {"compute_eff": (0.02, 1.0), "bw_eff": (0.05, 1.0), "dispatch_s": (1e-6, 3e-4), "step_s": (1e-5, 0.1)}
+GLOBAL_BOUNDS = {"min_kernel_s": (5e-7, 5e-5)}
 
 
 @dataclass
@@ -83,7 +83,7 @@ def _flatten(rows: Sequence[Measurement], gpus: list[str], p: GlobalParams) -> _
     specs = [gpu_spec(m.gpu) for m in rows]
     return _TimeRows(
         **{k: np.concatenate(v) for k, v in parts.items()},
-        peak=np.array([(s.fp16_tflops if m.amp else s.fp32_tflops) * 1e12 for s, m in zip(specs, rows)]), bw=np.array([s.mem_bw_gbs * 1e9 for s in specs]),
+        peak=np.array([matrix_peak_flops(s, m.amp) for s, m in zip(specs, rows)]), bw=np.array([s.mem_bw_gbs * 1e9 for s in specs]),
         gpu_idx=np.array([gpus.index(m.gpu) for m in rows]),
         opt_bytes=np.array([m.workload.params * 4 * OPT_BYTES[m.optimizer] for m in rows]),
         opt_kernels=np.array([m.workload.param_tensors * OPT_KERNELS[m.optimizer] * (2.0 if m.amp else 1.0)
@@ -94,7 +94,7 @@ def _flatten(rows: Sequence[Measurement], gpus: list[str], p: GlobalParams) -> _
     )
 
 
-def _predict_time(t: _TimeRows, ce: np.ndarray, be: np.ndarray, disp: np.ndarray, tmin: float, step: float
+def _predict_time(t: _TimeRows, ce: np.ndarray, be: np.ndarray, disp: np.ndarray, tmin: float, step: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray]:
     """(iteration time, utilization) of every fitted measurement; the same formulas as ``physical.estimate``."""
     n = len(t.peak)
@@ -105,7 +105,7 @@ def _predict_time(t: _TimeRows, ce: np.ndarray, be: np.ndarray, disp: np.ndarray
     host = (np.bincount(t.row, t.host_w, minlength=n) + t.opt_kernels) * disp[t.gpu_idx]
     from horus.predict.physical import SMOOTH_MAX_POWER as k
 
-    it = (busy ** k + host ** k) ** (1.0 / k) + step
+    it = (busy ** k + host ** k) ** (1.0 / k) + step[t.gpu_idx]
     return it, np.minimum(1.0, busy / it)
 
 
@@ -144,7 +144,7 @@ def fit_time(rows: Sequence[Measurement], base: PhysicalParams, seed: int = 0) -
     def residuals(x: np.ndarray) -> np.ndarray:
         shared, per, glob = x[:nf], x[nf: nf * (ng + 1)].reshape(ng, nf), x[nf * (ng + 1):]
         v, g = np.exp(per), np.exp(glob)
-        it, util = _predict_time(t, v[:, 0], v[:, 1], v[:, 2], g[0], g[1])
+        it, util = _predict_time(t, v[:, 0], v[:, 1], v[:, 2], g[0], v[:, 3])
         r_t = np.log(it[has_t] / t.iter_time[has_t]) * t.weight[has_t]
         r_u = UTIL_WEIGHT * (util[has_u] - t.util[has_u]) * t.weight[has_u]
         pulls = [HIER_WEIGHT * (per - shared).ravel(), PRIOR_WEIGHT * (shared - prior_shared),
@@ -200,7 +200,8 @@ def calibrate(rows: Sequence[Measurement], seed: int = 0, base: PhysicalParams |
     with_mem = sorted({m.gpu for m in rows if m.mem_mib is not None})
     context = (float(np.exp(np.mean([np.log(params.per_gpu[g].context_mib) for g in with_mem]))) if with_mem
                else GPUParams().context_mib)
-    return replace(params, default=replace(params.default, context_mib=context))
+    per_gpu = {g: v if g in with_mem else replace(v, context_mib=context) for g, v in params.per_gpu.items()}
+    return replace(params, per_gpu=per_gpu, default=replace(params.default, context_mib=context))
 
 
 __all__ = ["calibrate", "fit_memory", "fit_time", "PER_GPU_FIELDS"]

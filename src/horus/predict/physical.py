@@ -4,7 +4,8 @@ For every operator of the exported training step (``horus.predict.workload``, fr
 per-operator table) at batch ``B`` on a GPU with spec ``horus.gpu_types.gpu_spec``:
 
 * GPU time  t_op = max(FLOPs / (compute_eff x matrix peak), bytes / (bw_eff x DRAM bandwidth), min_kernel_s);
-  the matrix peak is FP32 (FP16 tensor cores under AMP) for matrix ops; other kernels are bandwidth-bound.
+  the matrix peak is FP32 -- TF32 tensor cores on Ampere and later, which cuDNN convolutions use by default (and
+  matmuls did in PyTorch 1.7-1.11) -- or FP16 tensor cores under AMP; other kernels are bandwidth-bound.
   Pointwise ops inside an RNN get no min_kernel_s floor (cuDNN fuses them into its per-step kernels).
 * host time per op = dispatch_s for kernel-launching ops, view_frac x dispatch_s for views/metadata ops,
   rnn_host_frac x dispatch_s for the per-time-step ops cuDNN launches itself inside an RNN.
@@ -15,7 +16,8 @@ per-operator table) at batch ``B`` on a GPU with spec ``horus.gpu_types.gpu_spec
 * memory = context_mib + (1 + alloc_frac) x (weights + gradients + optimizer state + act_scale x saved
   activations + transient_scale x the largest single operator's tensors) + workspace_mib.
 
-``compute_eff``, ``bw_eff``, ``dispatch_s`` and ``context_mib`` are per GPU type; the rest are global. They are
+``compute_eff``, ``bw_eff``, ``dispatch_s``, ``step_s`` and ``context_mib`` are per GPU type (the host
+machine's speed shows in ``dispatch_s`` and ``step_s``); the rest are global. They are
 calibrated on public measurements (``horus predictor calibrate``, see ``horus.predict.calibrate``) and shipped
 in ``horus/data/physical_params.json``; a GPU type without calibrated values uses the ``default`` set (the
 geometric mean over the calibrated types). No per-model constant exists.
@@ -43,7 +45,7 @@ OPT_BYTES: dict[str, float] = {"sgd": 3.0, "momentum": 5.0, "adam": 7.0, "adamw"
 OPT_KERNELS: dict[str, float] = {"sgd": 1.0, "momentum": 2.0, "adam": 5.0, "adamw": 6.0, "adadelta": 6.0}
 OPT_STATE_COPIES: dict[str, float] = {"sgd": 0.0, "momentum": 1.0, "adam": 2.0, "adamw": 2.0, "adadelta": 2.0}
 SMOOTH_MAX_POWER = 4.0
-PER_GPU_FIELDS = ("compute_eff", "bw_eff", "dispatch_s", "context_mib")
+PER_GPU_FIELDS = ("compute_eff", "bw_eff", "dispatch_s", "step_s", "context_mib")
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,13 @@ class GPUParams:
     compute_eff: float = 0.5
     bw_eff: float = 0.7
     dispatch_s: float = 20e-6
+    step_s: float = 2e-3  # fixed per-iteration host cost (data loading hand-off, loss.item() sync, Python loop)
     context_mib: float = 1000.0
 
 
 @dataclass(frozen=True)
 class GlobalParams:
     min_kernel_s: float = 4e-6
-    step_s: float = 2e-3
     view_frac: float = 0.3
     rnn_host_frac: float = 0.1
     act_scale: float = 1.0
@@ -111,6 +113,14 @@ class Estimate:
     iter_time_s: float
     util: float
     mem_mib: float
+    compute_s: float = 0.0  # part of busy_s in compute-bound operators
+    memory_s: float = 0.0  # part of busy_s in bandwidth-bound operators (incl. the optimizer step)
+    step_s: float = 0.0  # the fixed per-iteration host cost included in iter_time_s
+
+
+def matrix_peak_flops(spec: GPUSpec, amp: bool) -> float:
+    """Peak FLOP/s of matrix ops: FP16 tensor cores under AMP, else TF32 where the GPU has it, else FP32."""
+    return (spec.fp16_tflops if amp else max(spec.fp32_tflops, spec.tf32_tflops)) * 1e12
 
 
 def _check_optimizer(optimizer: str) -> None:
@@ -118,18 +128,26 @@ def _check_optimizer(optimizer: str) -> None:
         raise HorusInputError("optimizer", f"expected one of {', '.join(sorted(OPT_BYTES))}, got {optimizer!r}")
 
 
-def op_times(w: Workload, batch: float, spec: GPUSpec, g: GPUParams, p: GlobalParams, amp: bool = False
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """(GPU seconds, host seconds) of each merged operator, times its count."""
+def op_times(w: Workload, batch: float, spec: GPUSpec, g: GPUParams, p: GlobalParams, amp: bool = False,
+             bound: list[np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU seconds, host seconds) of each merged operator, times its count.
+
+    With ``bound`` (a list), appends the compute-bound and the bandwidth-bound GPU seconds of each operator.
+    """
     flops, byts = w.at_batch(batch)
     if amp:  # activations in fp16: per-sample traffic halves
         byts = w.bytes[:, 0] + 0.5 * w.bytes[:, 1] * batch
-    peak = (spec.fp16_tflops if amp else spec.fp32_tflops) * 1e12 * g.compute_eff
+    peak = matrix_peak_flops(spec, amp) * g.compute_eff
     bw = spec.mem_bw_gbs * 1e9 * g.bw_eff
     is_host = w.mask(HOST, HOST + RNN_SUFFIX)
     floor = np.where(w.mask(KERNEL + RNN_SUFFIX), 0.0, p.min_kernel_s)  # cuDNN fuses an RNN's pointwise gate ops
-    gpu = np.maximum(np.maximum(flops / peak, byts / bw), floor)
+    t_compute, t_memory = flops / peak, byts / bw
+    gpu = np.maximum(np.maximum(t_compute, t_memory), floor)
     gpu = np.where(is_host, 0.0, gpu) * w.count
+    if bound is not None:
+        compute_bound = (t_compute >= t_memory) & (t_compute >= floor)
+        memory_bound = (t_memory > t_compute) & (t_memory >= floor)
+        bound += [np.where(compute_bound, gpu, 0.0), np.where(memory_bound, gpu, 0.0)]
     host_weight = np.where(is_host, p.view_frac, 1.0) * np.where(
         np.char.endswith(w.kind.astype(str), RNN_SUFFIX), p.rnn_host_frac, 1.0)
     return gpu, host_weight * g.dispatch_s * w.count
@@ -140,15 +158,19 @@ def estimate(w: Workload, batch: float, spec: GPUSpec, params: PhysicalParams, o
     """Iteration time, busy time, utilization and peak memory of one worker (see module docstring)."""
     _check_optimizer(optimizer)
     g, p = params.for_gpu(spec.name), params.globals
-    gpu, host = op_times(w, batch, spec, g, p, amp)
+    bound: list[np.ndarray] = []
+    gpu, host = op_times(w, batch, spec, g, p, amp, bound)
     opt_kernels = w.param_tensors * OPT_KERNELS[optimizer] * (2.0 if amp else 1.0)
     opt_gpu = max(w.params * 4 * OPT_BYTES[optimizer] / (spec.mem_bw_gbs * 1e9 * g.bw_eff),
                   opt_kernels * p.min_kernel_s)
     busy = float(gpu.sum()) + opt_gpu
     host_s = float(host.sum()) + opt_kernels * g.dispatch_s
     overlap = (busy ** SMOOTH_MAX_POWER + host_s ** SMOOTH_MAX_POWER) ** (1.0 / SMOOTH_MAX_POWER)
-    iter_s = overlap + p.step_s
-    return Estimate(busy, host_s, iter_s, min(1.0, busy / iter_s), memory_mib(w, batch, g, p, optimizer, amp))
+    iter_s = overlap + g.step_s
+    opt_memory = w.params * 4 * OPT_BYTES[optimizer] / (spec.mem_bw_gbs * 1e9 * g.bw_eff)
+    return Estimate(busy, host_s, iter_s, min(1.0, busy / iter_s), memory_mib(w, batch, g, p, optimizer, amp),
+                    compute_s=float(bound[0].sum()), memory_s=float(bound[1].sum()) + min(opt_memory, opt_gpu),
+                    step_s=g.step_s)
 
 
 def memory_mib(w: Workload, batch: float, g: GPUParams, p: GlobalParams, optimizer: str = "adam",
