@@ -5,8 +5,8 @@ memory, no compute) by a ``TorchDispatchMode``:
 
 * ``flops``: ``torch.utils.flop_counter``'s formula for the op (2 x MACs; 0 for ops it does not count,
   e.g. elementwise), with the project's grouped-convolution backward fix;
-* ``bytes``: bytes of every tensor the op reads plus every tensor it writes (an upper bound on DRAM
-  traffic; caches are ignored);
+* ``bytes``: bytes of every tensor the op reads plus every tensor it writes, a broadcast view counted at its
+  storage size (caches are ignored);
 * ``kind``: ``matrix`` (matmuls, convolutions, attention: tensor-core eligible), ``kernel`` (any other op
   that launches GPU work) or ``host`` (views, metadata and allocation ops: host work, no kernel).
   Ops inside an ``nn.LSTM``/``nn.GRU``/``nn.RNN`` (forward, and their backward, found through the autograd
@@ -57,8 +57,17 @@ class OpRecord:
 
 
 def _tensor_bytes(values: Any) -> float:
+    """Bytes of the tensors in ``values``; a broadcast (expanded) view counts its storage, not its logical size."""
     leaves, _ = tree_flatten(values)
-    return float(sum(t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor)))
+    total = 0
+    for t in leaves:
+        if isinstance(t, torch.Tensor):
+            logical = t.numel() * t.element_size()
+            try:
+                total += min(logical, t.untyped_storage().nbytes())
+            except (RuntimeError, NotImplementedError):
+                total += logical
+    return float(total)
 
 
 _RNN_MODULES = (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)

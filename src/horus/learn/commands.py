@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from typing import Any
 
@@ -55,7 +54,9 @@ def register(subparsers: Any) -> None:
     predict.add_argument("--batch", type=int, required=True, help="per-GPU batch size")
     predict.add_argument("--gpu", required=True, help="GPU type preset (V100, A100-80GB, H100, ...)")
     predict.add_argument("--predictor-dir", default=None,
-                         help="learned model directory (default: the analytic predictor)")
+                         help="learned model directory (default: the --predictor registered predictor)")
+    predict.add_argument("--predictor", default="physical",
+                         help="registered predictor when no --predictor-dir is given (default physical)")
     predict.add_argument("--precision", choices=("fp32", "amp"), default="fp32",
                          help="precision for the learned predictor (default fp32)")
     predict.add_argument("--json", action="store_true", help="print JSON")
@@ -184,17 +185,14 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analytic_predictor() -> Any:
+def _registered_predictor(name: str) -> Any:
+    from horus.plugins import load_all
     from horus.predict.base import PREDICTORS
 
-    try:
-        importlib.import_module("horus.predict.analytic")
-    except ModuleNotFoundError as exc:
-        if exc.name != "horus.predict.analytic":
-            raise
-    if "analytic" not in PREDICTORS:
-        raise HorusInputError("horus predict", "the analytic predictor is not installed; pass --predictor-dir DIR")
-    return PREDICTORS.create("analytic")
+    load_all("horus.predict")
+    if name not in PREDICTORS:
+        raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
+    return PREDICTORS.create(name)
 
 
 def run_predict(args: argparse.Namespace) -> int:
@@ -211,7 +209,7 @@ def run_predict(args: argparse.Namespace) -> int:
 
         predictor = LearnedPredictor(args.predictor_dir, precision=args.precision)
     else:
-        predictor = _analytic_predictor()
+        predictor = _registered_predictor(args.predictor)
     job = JobSpec(job_id="cli", submit_time=0.0, num_gpus=1, model=args.model, batch_size=args.batch, iterations=1)
     pred = predictor.predict(job, gpu)
     if args.json:

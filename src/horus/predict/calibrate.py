@@ -31,6 +31,11 @@ from horus.predict.workload import HOST, KERNEL, RNN_SUFFIX
 
 UTIL_WEIGHT = 3.0
 PRIOR_WEIGHT = 0.1
+def TIME_RESIDUAL(ratio: np.ndarray) -> np.ndarray:  # noqa: N802 - a swappable constant-like function
+    """Residual of a predicted / measured iteration-time ratio: the relative error (the reported MAPE's terms)."""
+    return ratio - 1.0
+
+
 HIER_WEIGHT = 1.0  # pull of each GPU type's constants towards the shared values (per unit of ln)
 ROBUST_SCALE = 0.3  # soft-L1 scale of the residuals: a workload the model cannot see (e.g. A3C's CPU-side
                     # environment) counts linearly, not quadratically
@@ -145,7 +150,7 @@ def fit_time(rows: Sequence[Measurement], base: PhysicalParams, seed: int = 0) -
         shared, per, glob = x[:nf], x[nf: nf * (ng + 1)].reshape(ng, nf), x[nf * (ng + 1):]
         v, g = np.exp(per), np.exp(glob)
         it, util = _predict_time(t, v[:, 0], v[:, 1], v[:, 2], g[0], v[:, 3])
-        r_t = np.log(it[has_t] / t.iter_time[has_t]) * t.weight[has_t]
+        r_t = TIME_RESIDUAL(it[has_t] / t.iter_time[has_t]) * t.weight[has_t]
         r_u = UTIL_WEIGHT * (util[has_u] - t.util[has_u]) * t.weight[has_u]
         pulls = [HIER_WEIGHT * (per - shared).ravel(), PRIOR_WEIGHT * (shared - prior_shared),
                  PRIOR_WEIGHT * (glob - prior_glob_v)]
