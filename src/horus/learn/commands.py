@@ -91,7 +91,7 @@ def run_reference_evaluate(args: argparse.Namespace) -> int:
     import sys
 
     from horus.predict.evaluate import CANDIDATES, evaluate, format_scores
-    from horus.predict.measurements import load_measurements
+    from horus.predict.measurements import load_measurements, source_files
 
     candidates = CANDIDATES
     if args.candidates is not None:
@@ -99,10 +99,13 @@ def run_reference_evaluate(args: argparse.Namespace) -> int:
         unknown = [n for n in candidates if n not in CANDIDATES]
         if unknown or not candidates:
             raise HorusInputError("--candidates", f"expected names from {', '.join(CANDIDATES)}, got {args.candidates!r}")
-    rows = load_measurements(args.reference, _datasets(args.datasets))
+    datasets = _datasets(args.datasets)
+    rows = load_measurements(args.reference, datasets)
     scores = evaluate(rows, candidates=candidates, seed=args.seed,
                       progress=lambda msg: print(msg, file=sys.stderr, flush=True))
-    report = {"reference": str(args.reference), "rows": len(rows), "seed": args.seed,
+    report = {"reference": str(args.reference), "files_sha256": source_files(args.reference, datasets),
+              "command": "horus predictor evaluate --reference DIR --datasets " + ",".join(datasets),
+              "rows": len(rows), "seed": args.seed,
               "scores": [s.as_dict() for s in scores]}
     if args.out:
         with open(args.out, "w") as fh:
@@ -119,7 +122,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     import datetime
 
     from horus.predict.calibrate import calibrate
-    from horus.predict.measurements import load_measurements
+    from horus.predict.measurements import load_measurements, source_files
 
     datasets = _datasets(args.datasets)
     rows = load_measurements(args.reference, datasets)
@@ -129,7 +132,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     params = replace(params, provenance={
         "calibrated": True, "command": f"horus predictor calibrate --reference DIR --datasets {','.join(datasets)} "
                                        f"--seed {args.seed}",
-        "datasets": list(datasets), "rows": len(rows),
+        "datasets": list(datasets), "rows": len(rows), "files_sha256": source_files(args.reference, datasets),
         "gpus": sorted({m.gpu for m in rows}), "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     })
     text = json.dumps(params.to_json(), indent=2)

@@ -105,6 +105,18 @@ def gpumemnet_measurements(root: Path) -> list[Measurement]:
             for r in load_gpumemnet(root)]
 
 
+def source_files(data_root: str | Path, datasets: tuple[str, ...] = DATASETS) -> dict[str, str]:
+    """sha256 of every file ``load_measurements`` reads for ``datasets``, keyed by path relative to ``data_root``."""
+    from horus.hashing import sha256_file
+
+    root = Path(data_root)
+    patterns = {"gavel": ["gavel/simulation_throughputs.json"], "zeus": ["zeus/summary_power_*.csv"],
+                "pollux": [f"pollux/{m}/placements.csv" for m in POLLUX_MODELS],
+                "gpumemnet": ["gpumemnet/mlp_data_step*.csv"]}
+    files = sorted({f for d in datasets for pat in patterns[d] for f in root.glob(pat)})
+    return {str(f.relative_to(root)): sha256_file(f) for f in files}
+
+
 def load_measurements(data_root: str | Path, datasets: tuple[str, ...] = DATASETS) -> list[Measurement]:
     """Every measurement of ``datasets`` under ``data_root`` (a directory laid out like ``../shared/data``)."""
     root = Path(data_root)
