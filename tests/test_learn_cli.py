@@ -55,3 +55,9 @@ def test_predict_without_dir_uses_the_physical_predictor(capsys: pytest.CaptureF
     assert json.loads(capsys.readouterr().out)["predictor"]["name"] == "physical"
     assert main(["predict", "resnet50", "--batch", "32", "--gpu", "V100", "--predictor", "analytic", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["predictor"]["name"] == "analytic"
+
+
+def test_predict_accepts_an_unknown_gpu_name_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.warns(UserWarning, match="RTX 3080"):
+        assert main(["predict", "resnet50", "--batch", "32", "--gpu", "NVIDIA GeForce RTX 3080", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["iter_time_s"] > 0

@@ -206,7 +206,14 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.batch < 1:
         raise HorusInputError("--batch", f"expected a positive integer, got {args.batch}")
     model_info(args.model)  # unknown model -> HorusInputError
-    gpu = resolve_gpu(args.gpu, source="--gpu")
+    try:
+        gpu = resolve_gpu(args.gpu, source="--gpu")
+    except HorusInputError:  # not a preset: the nearest data-sheet spec by family, with a warning
+        from horus.cluster import GPUType
+        from horus.gpu_types import gpu_spec
+
+        spec = gpu_spec(args.gpu)
+        gpu = GPUType(args.gpu, int(spec.memory_gib * 1024), 1.0)
     if args.predictor_dir is not None:
         from horus.learn.predictor import LearnedPredictor
 
