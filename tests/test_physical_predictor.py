@@ -64,7 +64,8 @@ def test_physics_orders() -> None:
     large = estimate(w, 128, gpu_spec("V100"), params)
     assert large.iter_time_s > 4 * small.iter_time_s and large.mem_mib > small.mem_mib
     assert estimate(w, 64, gpu_spec("H100"), params).iter_time_s < estimate(w, 64, gpu_spec("K80"), params).iter_time_s
-    assert estimate(w, 64, gpu_spec("V100"), params, amp=True).iter_time_s < estimate(w, 64, gpu_spec("V100"), params).iter_time_s
+    v100 = gpu_spec("V100")
+    assert estimate(w, 64, v100, params, amp=True).iter_time_s < estimate(w, 64, v100, params).iter_time_s
     # a launch-bound net (tiny per-op work) is host-bound: low GPU busy share
     tiny = estimate(catalog_workload("ncf_ml1m"), 32, gpu_spec("A100-40GB"), params)
     assert tiny.host_s > tiny.busy_s

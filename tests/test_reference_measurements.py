@@ -72,7 +72,8 @@ def test_calibration_recovers_a_synthetic_world() -> None:
     it = np.array([estimate(m.workload, m.batch, gpu_spec(m.gpu), fitted, "adam").iter_time_s / m.iter_time_s
                    for m in rows if m.iter_time_s])
     assert np.mean(np.abs(it - 1)) < 0.05
-    mem = [estimate(m.workload, m.batch, gpu_spec(m.gpu), fitted, "adam").mem_mib / m.mem_mib for m in rows if m.mem_mib]
+    mem = [estimate(m.workload, m.batch, gpu_spec(m.gpu), fitted, "adam").mem_mib / m.mem_mib
+           for m in rows if m.mem_mib]
     assert np.mean(np.abs(np.array(mem) - 1)) < 0.02
     # the uncalibrated prior is clearly worse on this world, so the fit is what helps
     prior = np.array([estimate(m.workload, m.batch, gpu_spec(m.gpu), PhysicalParams(), "adam").iter_time_s

@@ -129,12 +129,13 @@ _SPEC_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("A100", "80"), "A100-80GB"), (("A100",), "A100-40GB"), (("A800",), "A100-40GB"),
     (("L40",), "L40S"), (("L4",), "L4"), (("A40",), "A40"), (("A30",), "A30"), (("A10",), "A10"),
     (("V100", "32"), "V100-32GB"), (("V100",), "V100"), (("4090",), "RTX4090"), (("3090",), "RTX3090"),
-    (("2080",), "RTX2080Ti"), (("RTX6000",), "RTX6000"), (("T4",), "T4"), (("P100",), "P100"), (("K80",), "K80"),
+    (("2080",), "RTX2080Ti"), (("RTX6000",), "RTX6000"), (("A6000",), "A40"), (("T4",), "T4"),
+    (("P100",), "P100"), (("K80",), "K80"),
 )
-# Family fallbacks for names no rule matches: the nearest well-known card of that family.
+# Family fallbacks for names no rule matches (normalised name = letters of the family then digits).
 _FAMILY_RULES: tuple[tuple[str, str], ...] = (
-    ("H1", "H100"), ("H2", "H200"), ("A1", "A100-40GB"), ("A", "A10"), ("L", "L4"), ("RTX", "RTX3090"),
-    ("V", "V100"), ("P", "P100"), ("K", "K80"), ("T", "T4"), ("G", "T4"),
+    ("RTX", "RTX3090"), ("GTX", "RTX2080Ti"), ("H1", "H100"), ("H2", "H200"), ("A1", "A100-40GB"), ("A", "A10"),
+    ("L", "L4"), ("V", "V100"), ("P", "P100"), ("K", "K80"), ("T", "T4"),
 )
 _warned: set[str] = set()
 
@@ -144,23 +145,32 @@ def _normalise(name: str) -> str:
     return "".join(ch for ch in up if ch.isalnum())
 
 
+def lookup_spec(name: str) -> tuple[GPUSpec, str]:
+    """(spec, how matched): ``exact`` (a spec or preset name), ``rule`` (an NVML-style name), ``family`` (letters
+    + digits of a known family, e.g. ``RTX 3070``) or ``none`` (unrecognisable: the V100 spec)."""
+    if name in SPECS:
+        return SPECS[name], "exact"
+    norm = _normalise(name)
+    for spec_name in SPECS:
+        if _normalise(spec_name) == norm:
+            return SPECS[spec_name], "exact"
+    for tokens, spec_name in _SPEC_RULES:
+        if all(t in norm for t in tokens):
+            return SPECS[spec_name], "rule"
+    for prefix, spec_name in _FAMILY_RULES:
+        if norm.startswith(prefix) and norm[len(prefix):][:1].isdigit():
+            return SPECS[spec_name], "family"
+    return SPECS["V100"], "none"
+
+
 def gpu_spec(name: str) -> GPUSpec:
     """The spec of GPU ``name``: a spec/preset name, an NVML device name or a family guess.
 
     Unknown names map to the nearest family (warning once per name); a name with no family at
     all gets the V100 spec (with a warning). Never raises.
     """
-    if name in SPECS:
-        return SPECS[name]
-    norm = _normalise(name)
-    for spec_name in SPECS:
-        if _normalise(spec_name) == norm:
-            return SPECS[spec_name]
-    for tokens, spec_name in _SPEC_RULES:
-        if all(t in norm for t in tokens):
-            return SPECS[spec_name]
-    guess = next((spec for prefix, spec in _FAMILY_RULES if norm.startswith(prefix)), "V100")
-    if name not in _warned:
+    spec, how = lookup_spec(name)
+    if how in ("family", "none") and name not in _warned:
         _warned.add(name)
-        warnings.warn(f"unknown GPU {name!r}: using the {guess} specification", stacklevel=2)
-    return SPECS[guess]
+        warnings.warn(f"unknown GPU {name!r}: using the {spec.name} specification", stacklevel=2)
+    return spec

@@ -84,7 +84,8 @@ def evaluate_splits(splits: Sequence[Split], models: Sequence[str], factory: Mod
             model = factory(name).fit(split.train)
             truth.append(np.array([o.value for o in split.test]))
             pred.append(model.predict_observations(split.test))
-        table[name] = metrics(np.concatenate(truth), np.concatenate(pred)) if truth else metrics(np.zeros(0), np.zeros(0))
+        table[name] = (metrics(np.concatenate(truth), np.concatenate(pred)) if truth
+                       else metrics(np.zeros(0), np.zeros(0)))
     return table
 
 

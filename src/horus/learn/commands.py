@@ -98,7 +98,8 @@ def run_reference_evaluate(args: argparse.Namespace) -> int:
         candidates = tuple(n.strip() for n in args.candidates.split(",") if n.strip())
         unknown = [n for n in candidates if n not in CANDIDATES]
         if unknown or not candidates:
-            raise HorusInputError("--candidates", f"expected names from {', '.join(CANDIDATES)}, got {args.candidates!r}")
+            raise HorusInputError("--candidates",
+                                  f"expected names from {', '.join(CANDIDATES)}, got {args.candidates!r}")
     datasets = _datasets(args.datasets)
     rows = load_measurements(args.reference, datasets)
     scores = evaluate(rows, candidates=candidates, seed=args.seed,
@@ -133,7 +134,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         "calibrated": True, "command": f"horus predictor calibrate --reference DIR --datasets {','.join(datasets)} "
                                        f"--seed {args.seed}",
         "datasets": list(datasets), "rows": len(rows), "files_sha256": source_files(args.reference, datasets),
-        "gpus": sorted({m.gpu for m in rows}), "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "gpus": sorted({m.gpu for m in rows}),
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     })
     text = json.dumps(params.to_json(), indent=2)
     if args.out:
@@ -210,8 +212,10 @@ def run_predict(args: argparse.Namespace) -> int:
         gpu = resolve_gpu(args.gpu, source="--gpu")
     except HorusInputError:  # not a preset: the nearest data-sheet spec by family, with a warning
         from horus.cluster import GPUType
-        from horus.gpu_types import gpu_spec
+        from horus.gpu_types import gpu_spec, lookup_spec
 
+        if lookup_spec(args.gpu)[1] == "none":
+            raise
         spec = gpu_spec(args.gpu)
         gpu = GPUType(args.gpu, int(spec.memory_gib * 1024), 1.0)
     if args.predictor_dir is not None:

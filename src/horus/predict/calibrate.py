@@ -67,7 +67,8 @@ class _TimeRows:
 
 
 def _flatten(rows: Sequence[Measurement], gpus: list[str], p: GlobalParams) -> _TimeRows:
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("row", "flops", "bytes", "count", "host_w", "is_gpu", "floor")}
+    keys = ("row", "flops", "bytes", "count", "host_w", "is_gpu", "floor")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     groups: dict[tuple[str, str], int] = {}
     for m in rows:
         groups[(m.dataset, m.gpu)] = groups.get((m.dataset, m.gpu), 0) + 1
@@ -88,7 +89,8 @@ def _flatten(rows: Sequence[Measurement], gpus: list[str], p: GlobalParams) -> _
     specs = [gpu_spec(m.gpu) for m in rows]
     return _TimeRows(
         **{k: np.concatenate(v) for k, v in parts.items()},
-        peak=np.array([matrix_peak_flops(s, m.amp) for s, m in zip(specs, rows)]), bw=np.array([s.mem_bw_gbs * 1e9 for s in specs]),
+        peak=np.array([matrix_peak_flops(s, m.amp) for s, m in zip(specs, rows)]),
+        bw=np.array([s.mem_bw_gbs * 1e9 for s in specs]),
         gpu_idx=np.array([gpus.index(m.gpu) for m in rows]),
         opt_bytes=np.array([m.workload.params * 4 * OPT_BYTES[m.optimizer] for m in rows]),
         opt_kernels=np.array([m.workload.param_tensors * OPT_KERNELS[m.optimizer] * (2.0 if m.amp else 1.0)

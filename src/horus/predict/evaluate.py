@@ -74,7 +74,8 @@ def fit_candidate(name: str, target: str, train: Sequence[Measurement], seed: in
     """A predictor of ``target`` fitted on ``train``; None when the candidate does not apply."""
     ys = [(m, target_of(m, target)) for m in train if target_of(m, target) is not None]
     if name == "physical" or name == "physical-prior":
-        params = physical if physical is not None else (calibrate(train, seed) if name == "physical" else PhysicalParams())
+        params = physical if physical is not None else (
+            calibrate(train, seed) if name == "physical" else PhysicalParams())
         attr = {"iter_time": "iter_time_s", "util": "util", "mem": "mem_mib"}[target]
         return lambda m: getattr(estimate(m.workload, m.batch, gpu_spec(m.gpu), params, m.optimizer, m.amp), attr)
     if name == "analytic":
@@ -173,7 +174,8 @@ def evaluate(rows: Sequence[Measurement], protocols: Sequence[str] = PROTOCOLS,
 
 
 def format_scores(scores: Sequence[Score]) -> str:
-    header = f"{'dataset':<10}{'target':<10}{'protocol':<11}{'candidate':<15}{'n':>6}{'error':>9}  {'metric':<11}{'spearman':>8}"
+    header = (f"{'dataset':<10}{'target':<10}{'protocol':<11}{'candidate':<15}{'n':>6}{'error':>9}  "
+              f"{'metric':<11}{'spearman':>8}")
     lines = [header, "-" * len(header)]
     for s in scores:
         lines.append(f"{s.dataset:<10}{s.target:<10}{s.protocol:<11}{s.candidate:<15}{s.n:>6}{s.error:>9.2f}  "

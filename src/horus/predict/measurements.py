@@ -4,8 +4,9 @@ Read from a directory laid out like ``../shared/data`` (its README) through the 
 
 | dataset | GPU types | target | workloads (zoo / catalog name) |
 |---|---|---|---|
-| ``gavel`` | K80, P100, V100 | iteration time (1 / isolated steps per s) | Gavel's 7 job types (``horus.sources.gavel``) |
-| ``zeus`` | V100, A40, RTX6000, P100 | iteration time at the default power limit | shufflenet_v2_cifar100, resnet50, ncf_ml1m, bert_base_squad |
+| ``gavel`` | K80, P100, V100 | iteration time (1 / isolated steps/s) | Gavel's 7 job types (``sources.gavel``) |
+| ``zeus`` | V100, A40, RTX6000, P100 | iteration time (default power limit) | shufflenet_v2_cifar100, resnet50, |
+| | | | ncf_ml1m, bert_base_squad |
 | ``pollux`` | T4 | single-GPU step time | resnet18_cifar, resnet50, ncf_ml1m, bert_base_squad |
 | ``gpumemnet`` | A100-40GB | peak memory, utilization | 6,000 generated MLPs (``mlp_workload``) |
 

@@ -212,7 +212,8 @@ class PhysicalPredictor(Predictor):
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "optimizer": self.optimizer, "amp": self.amp,
-                "params": self.params.to_json(), "ops": "horus/data/model_ops.csv (python -m horus.graph.build_catalog)"}
+                "params": self.params.to_json(),
+                "ops": "horus/data/model_ops.csv (python -m horus.graph.build_catalog)"}
 
 
 def with_gpu(params: PhysicalParams, spec_name: str, **values: float) -> PhysicalParams:
