@@ -1,7 +1,7 @@
 """Calibrate the physical predictor's few constants on public measurements (``horus.predict.measurements``).
 
-* Time and utilization: per GPU type present in the data, ``compute_eff``, ``bw_eff``, ``dispatch_s`` and
-  ``step_s``; globally ``min_kernel_s``. Bounded least squares (``scipy.optimize.least_squares``) on
+* Time and utilization: per GPU type present in the data, ``compute_eff``, ``bw_eff``, ``dispatch_s``,
+  ``step_s`` and ``data_s``; globally ``min_kernel_s``. Bounded least squares (``scipy.optimize.least_squares``) on
   ln(predicted / measured iteration time) and 3 x (predicted - measured utilization), each dataset x GPU group
   weighted equally, with a weak pull (0.1 per unit of ln) of every constant towards its prior.
 * Memory: ``context_mib`` per GPU type with memory data, globally ``act_scale`` and ``transient_scale``, on
@@ -41,7 +41,8 @@ ROBUST_SCALE = 0.3  # soft-L1 scale of the residuals: a workload the model canno
                     # environment) counts linearly, not quadratically
 MAX_ROWS_PER_GROUP = 300
 # (name, lower, upper) of fitted constants; priors are the GPUParams / GlobalParams defaults.
-GPU_BOUNDS = {"compute_eff": (0.02, 1.0), "bw_eff": (0.05, 1.0), "dispatch_s": (1e-6, 3e-4), "step_s": (1e-5, 0.1)}
+GPU_BOUNDS = {"compute_eff": (0.02, 1.0), "bw_eff": (0.05, 1.0), "dispatch_s": (1e-6, 3e-4), "step_s": (1e-5, 0.1),
+              "data_s": (1e-12, 1e-6)}
 GLOBAL_BOUNDS = {"min_kernel_s": (5e-7, 5e-5)}
 
 
@@ -61,6 +62,7 @@ class _TimeRows:
     gpu_idx: np.ndarray  # per measurement
     opt_bytes: np.ndarray
     opt_kernels: np.ndarray
+    data_elements: np.ndarray  # input elements per iteration
     iter_time: np.ndarray  # nan where not measured
     util: np.ndarray
     weight: np.ndarray
@@ -95,14 +97,15 @@ def _flatten(rows: Sequence[Measurement], gpus: list[str], p: GlobalParams) -> _
         opt_bytes=np.array([m.workload.params * 4 * OPT_BYTES[m.optimizer] for m in rows]),
         opt_kernels=np.array([m.workload.param_tensors * OPT_KERNELS[m.optimizer] * (2.0 if m.amp else 1.0)
                               for m in rows]),
+        data_elements=np.array([m.workload.input_elements * m.batch for m in rows]),
         iter_time=np.array([m.iter_time_s if m.iter_time_s is not None else np.nan for m in rows]),
         util=np.array([m.util if m.util is not None else np.nan for m in rows]),
         weight=np.array([1.0 / math.sqrt(groups[(m.dataset, m.gpu)]) for m in rows]),
     )
 
 
-def _predict_time(t: _TimeRows, ce: np.ndarray, be: np.ndarray, disp: np.ndarray, tmin: float, step: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def _predict_time(t: _TimeRows, ce: np.ndarray, be: np.ndarray, disp: np.ndarray, tmin: float, step: np.ndarray,
+                  data_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(iteration time, utilization) of every fitted measurement; the same formulas as ``physical.estimate``."""
     n = len(t.peak)
     peak, bw = (t.peak * ce[t.gpu_idx])[t.row], (t.bw * be[t.gpu_idx])[t.row]
@@ -112,7 +115,8 @@ def _predict_time(t: _TimeRows, ce: np.ndarray, be: np.ndarray, disp: np.ndarray
     host = (np.bincount(t.row, t.host_w, minlength=n) + t.opt_kernels) * disp[t.gpu_idx]
     from horus.predict.physical import SMOOTH_MAX_POWER as k
 
-    it = (busy ** k + host ** k) ** (1.0 / k) + step[t.gpu_idx]
+    data = data_s[t.gpu_idx] * t.data_elements
+    it = (busy ** k + host ** k + data ** k) ** (1.0 / k) + step[t.gpu_idx]
     return it, np.minimum(1.0, busy / it)
 
 
@@ -151,7 +155,7 @@ def fit_time(rows: Sequence[Measurement], base: PhysicalParams, seed: int = 0) -
     def residuals(x: np.ndarray) -> np.ndarray:
         shared, per, glob = x[:nf], x[nf: nf * (ng + 1)].reshape(ng, nf), x[nf * (ng + 1):]
         v, g = np.exp(per), np.exp(glob)
-        it, util = _predict_time(t, v[:, 0], v[:, 1], v[:, 2], g[0], v[:, 3])
+        it, util = _predict_time(t, v[:, 0], v[:, 1], v[:, 2], g[0], v[:, 3], v[:, 4])
         r_t = TIME_RESIDUAL(it[has_t] / t.iter_time[has_t]) * t.weight[has_t]
         r_u = UTIL_WEIGHT * (util[has_u] - t.util[has_u]) * t.weight[has_u]
         pulls = [HIER_WEIGHT * (per - shared).ravel(), PRIOR_WEIGHT * (shared - prior_shared),

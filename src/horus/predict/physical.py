@@ -11,13 +11,14 @@ per-operator table) at batch ``B`` on a GPU with spec ``horus.gpu_types.gpu_spec
   rnn_host_frac x dispatch_s for the per-time-step ops cuDNN launches itself inside an RNN.
 * optimizer step: per parameter tensor ``OPT_KERNELS`` kernels (each min_kernel_s on the GPU and dispatch_s
   on the host) moving ``OPT_BYTES`` x 4 bytes per parameter.
-* iteration = smooth-max(GPU busy, host) + step_s   (smooth-max(a, b) = (a^4 + b^4)^(1/4): partial overlap)
+* host data preparation = data_s x input elements per sample x B (decode / augment / collate, in loader workers)
+* iteration = smooth-max(GPU busy, host, data) + step_s   (smooth-max = (a^4 + b^4 + c^4)^(1/4): partial overlap)
 * utilization (NVML style) = GPU busy / iteration, at most 1.
 * memory = context_mib + (1 + alloc_frac) x (weights + gradients + optimizer state + act_scale x saved
   activations + transient_scale x the largest single operator's tensors) + workspace_mib.
 
-``compute_eff``, ``bw_eff``, ``dispatch_s``, ``step_s`` and ``context_mib`` are per GPU type (the host
-machine's speed shows in ``dispatch_s`` and ``step_s``); the rest are global. They are
+``compute_eff``, ``bw_eff``, ``dispatch_s``, ``step_s``, ``data_s`` and ``context_mib`` are per GPU type (the
+host machine's speed shows in ``dispatch_s``, ``step_s`` and ``data_s``); the rest are global. They are
 calibrated on public measurements (``horus predictor calibrate``, see ``horus.predict.calibrate``) and shipped
 in ``horus/data/physical_params.json``; a GPU type without calibrated values uses the ``default`` set (the
 geometric mean over the calibrated types). No per-model constant exists.
@@ -45,7 +46,7 @@ OPT_BYTES: dict[str, float] = {"sgd": 3.0, "momentum": 5.0, "adam": 7.0, "adamw"
 OPT_KERNELS: dict[str, float] = {"sgd": 1.0, "momentum": 2.0, "adam": 5.0, "adamw": 6.0, "adadelta": 6.0}
 OPT_STATE_COPIES: dict[str, float] = {"sgd": 0.0, "momentum": 1.0, "adam": 2.0, "adamw": 2.0, "adadelta": 2.0}
 SMOOTH_MAX_POWER = 4.0
-PER_GPU_FIELDS = ("compute_eff", "bw_eff", "dispatch_s", "step_s", "context_mib")
+PER_GPU_FIELDS = ("compute_eff", "bw_eff", "dispatch_s", "step_s", "data_s", "context_mib")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class GPUParams:
     bw_eff: float = 0.7
     dispatch_s: float = 20e-6
     step_s: float = 2e-3  # fixed per-iteration host cost (data loading hand-off, loss.item() sync, Python loop)
+    data_s: float = 2e-9  # host data preparation per input element (decode, augment, collate), overlapped
     context_mib: float = 1000.0
 
 
@@ -165,7 +167,9 @@ def estimate(w: Workload, batch: float, spec: GPUSpec, params: PhysicalParams, o
                   opt_kernels * p.min_kernel_s)
     busy = float(gpu.sum()) + opt_gpu
     host_s = float(host.sum()) + opt_kernels * g.dispatch_s
-    overlap = (busy ** SMOOTH_MAX_POWER + host_s ** SMOOTH_MAX_POWER) ** (1.0 / SMOOTH_MAX_POWER)
+    data = g.data_s * w.input_elements * batch
+    k = SMOOTH_MAX_POWER
+    overlap = (busy ** k + host_s ** k + data ** k) ** (1.0 / k)
     iter_s = overlap + g.step_s
     opt_memory = w.params * 4 * OPT_BYTES[optimizer] / (spec.mem_bw_gbs * 1e9 * g.bw_eff)
     return Estimate(busy, host_s, iter_s, min(1.0, busy / iter_s), memory_mib(w, batch, g, p, optimizer, amp),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -24,6 +24,7 @@ from horus.errors import HorusInputError
 MATRIX, KERNEL, HOST = "matrix", "kernel", "host"
 RNN_SUFFIX = "_rnn"
 PARAM_TENSORS = "param_tensors"
+IMAGE_FAMILIES = frozenset({"cnn", "gan", "detector"})
 KINDS = (MATRIX, KERNEL, HOST, MATRIX + RNN_SUFFIX, KERNEL + RNN_SUFFIX, HOST + RNN_SUFFIX)
 
 
@@ -41,6 +42,7 @@ class Workload:
     param_tensors: int
     activation_bytes_per_sample: float  # saved for backward, fp32
     train_flops_per_sample: float
+    input_elements: float = 0.0  # elements of one input sample (host-side data preparation scales with it)
 
     def at_batch(self, batch: float) -> tuple[np.ndarray, np.ndarray]:
         """(FLOPs, bytes) of each merged op at ``batch``."""
@@ -88,8 +90,15 @@ def catalog_workload(model: str) -> Workload:
         raise HorusInputError("horus/data/model_ops.csv", f"no operator rows for model {model!r}; "
                               "rebuild with python -m horus.graph.build_catalog")
     info = catalog[model]
-    return _from_rows(model, info.family, rows, info.params, info.activation_bytes_per_sample,
-                      info.train_flops_per_sample)
+    w = _from_rows(model, info.family, rows, info.params, info.activation_bytes_per_sample,
+                   info.train_flops_per_sample)
+    return replace(w, input_elements=input_elements(info.family, info.input_size))
+
+
+def input_elements(family: str, input_size: int) -> float:
+    """Elements of one input sample: 3 x side^2 for image families, else the catalog's input size (sequence
+    length, item count, features)."""
+    return 3.0 * input_size**2 if family in IMAGE_FAMILIES else float(input_size)
 
 
 def mlp_workload(name: str, inputs: int, layers: Sequence[tuple[str, int, int]]) -> Workload:
@@ -152,4 +161,5 @@ def mlp_workload(name: str, inputs: int, layers: Sequence[tuple[str, int, int]])
     counts = [1.0] * (len(kind) - 1) + [float(host)]
     return Workload(name=name, family="mlp", kind=np.array(kind, dtype=object), count=np.array(counts),
                     flops=np.array(flops), bytes=np.array(byts), params=params, param_tensors=tensors,
-                    activation_bytes_per_sample=saved, train_flops_per_sample=train_flops)
+                    activation_bytes_per_sample=saved, train_flops_per_sample=train_flops,
+                    input_elements=float(inputs))
