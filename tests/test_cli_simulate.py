@@ -28,7 +28,8 @@ def test_default_run_json_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "makespan" in captured.err
     manifest = json.loads((out / "manifest.json").read_text())
     assert len(manifest["trace"]["sha256"]) == 64
-    assert manifest["truth"]["name"] == "parametric" and manifest["predictor"]["name"] == "analytic"
+    assert manifest["truth"]["name"] == "parametric" and manifest["predictor"]["name"] == "physical"
+    assert manifest["predictor"]["params"]["provenance"]["calibrated"] is True
     for name in ("util_over_time.png", "jct_cdf.png", "queue_length.png", "summary.json"):
         assert (out / name).is_file()
 

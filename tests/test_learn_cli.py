@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -51,8 +50,14 @@ def test_bad_input_exits_2_with_one_line(argv: list[str], capsys: pytest.Capture
     assert err.startswith("horus: error:") and "\n" not in err
 
 
-def test_predict_without_dir_uses_analytic(capsys: pytest.CaptureFixture[str]) -> None:
-    if importlib.util.find_spec("horus.predict.analytic") is None:
-        pytest.skip("horus.predict.analytic is not written yet")
+def test_predict_without_dir_uses_the_physical_predictor(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["predict", "resnet50", "--batch", "32", "--gpu", "V100", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["predictor"]["name"] == "physical"
+    assert main(["predict", "resnet50", "--batch", "32", "--gpu", "V100", "--predictor", "analytic", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["predictor"]["name"] == "analytic"
+
+
+def test_predict_accepts_an_unknown_gpu_name_with_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.warns(UserWarning, match="RTX 3070"):  # a name no other test uses (warned once per process)
+        assert main(["predict", "resnet50", "--batch", "32", "--gpu", "NVIDIA GeForce RTX 3070 Ti", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["iter_time_s"] > 0

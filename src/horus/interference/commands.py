@@ -101,14 +101,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     train = sub.add_parser("train", help="train a model on Gavel pairs and save it")
     data_args(train)
-    train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util"))
+    train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util", "physical"))
     train.add_argument("--out", required=True, type=Path, help="output directory")
     train.add_argument("--folds", type=int, default=5, help="k-fold held-out check stored in the sidecar (<2: skip)")
     train.set_defaults(func=_train)
 
     evaluate = sub.add_parser("evaluate", help="compare models under held-out protocols")
     data_args(evaluate)
-    evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "all"))
+    evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "cold-start-cross-gpu", "all"))
     evaluate.add_argument("--models", default="", help="comma-separated model names (default: all compared)")
     evaluate.add_argument("--folds", type=int, default=5)
     evaluate.add_argument("--json", action="store_true")

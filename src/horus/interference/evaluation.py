@@ -16,7 +16,7 @@ from scipy.stats import spearmanr
 from horus.interference.base import INTERFERENCE_MODELS, InterferenceModel
 from horus.interference.data import JobFeatures, Observation, experiment_key, job_types_of
 
-COMPARED_MODELS: tuple[str, ...] = ("iasp", "iapp", "summed-util", "lowrank-mc")
+COMPARED_MODELS: tuple[str, ...] = ("physical", "iasp", "iapp", "summed-util", "lowrank-mc")
 
 
 @dataclass(frozen=True)
@@ -26,12 +26,26 @@ class Split:
     test: list[Observation]
 
 
+def pairwise_accuracy(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """Share of observation pairs with different measured values that the prediction orders the same way
+    (a predicted tie counts as half)."""
+    if len(y_true) < 2:
+        return float("nan")
+    i, j = np.triu_indices(len(y_true), 1)
+    truth, pred = np.sign(y_true[i] - y_true[j]), np.sign(y_pred[i] - y_pred[j])
+    keep = truth != 0
+    if not keep.any():
+        return float("nan")
+    return float(np.mean(np.where(pred[keep] == 0, 0.5, truth[keep] == pred[keep])))
+
+
 def metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
-    """MAE and Spearman rank correlation of normalized throughputs."""
+    """MAE, Spearman rank correlation and pairwise ranking accuracy of normalized throughputs."""
     if len(y_true) == 0:
-        return {"n": 0, "mae": float("nan"), "spearman": float("nan")}
+        return {"n": 0, "mae": float("nan"), "spearman": float("nan"), "pairwise_acc": float("nan")}
     rho = spearmanr(y_true, y_pred).statistic if len(y_true) > 2 else float("nan")
-    return {"n": int(len(y_true)), "mae": float(np.mean(np.abs(y_true - y_pred))), "spearman": float(rho)}
+    return {"n": int(len(y_true)), "mae": float(np.mean(np.abs(y_true - y_pred))), "spearman": float(rho),
+            "pairwise_acc": pairwise_accuracy(y_true, y_pred)}
 
 
 def random_splits(obs: Sequence[Observation], *, folds: int = 5, seed: int = 0) -> list[Split]:
@@ -70,7 +84,8 @@ def evaluate_splits(splits: Sequence[Split], models: Sequence[str], factory: Mod
             model = factory(name).fit(split.train)
             truth.append(np.array([o.value for o in split.test]))
             pred.append(model.predict_observations(split.test))
-        table[name] = metrics(np.concatenate(truth), np.concatenate(pred)) if truth else metrics(np.zeros(0), np.zeros(0))
+        table[name] = (metrics(np.concatenate(truth), np.concatenate(pred)) if truth
+                       else metrics(np.zeros(0), np.zeros(0)))
     return table
 
 
@@ -106,11 +121,25 @@ def cross_gpu_protocol(data: dict[str, list[Observation]], models: Sequence[str]
     return out
 
 
+@protocol("cold-start-cross-gpu")
+def cold_start_cross_gpu_protocol(data: dict[str, list[Observation]], models: Sequence[str], factory: ModelFactory,
+                                  *, train_gpu: str = "v100", **_: object) -> dict[str, dict]:
+    """Job type held out *and* GPU type never seen: train on ``train_gpu`` without type t, test on the
+    other GPUs' observations involving t."""
+    out = {}
+    for gpu in sorted(g for g in data if g != train_gpu):
+        splits = [Split(t, [o for o in data[train_gpu] if t not in o.job_types],
+                        [o for o in data[gpu] if t in o.job_types]) for t in job_types_of(data[gpu])]
+        out[f"{train_gpu}->{gpu}"] = evaluate_splits(splits, models, factory)
+    return out
+
+
 def format_table(results: dict[str, dict[str, dict[str, dict]]]) -> str:
-    """Markdown table: protocol, data, model, n, MAE, Spearman."""
-    lines = ["| protocol | data | model | n | MAE | Spearman |", "|---|---|---|---|---|---|"]
+    """Markdown table: protocol, data, model, n, MAE, Spearman, pairwise ranking accuracy."""
+    lines = ["| protocol | data | model | n | MAE | Spearman | pairwise acc |", "|---|---|---|---|---|---|---|"]
     for protocol, by_data in results.items():
         for data_name, by_model in by_data.items():
             for model, m in by_model.items():
-                lines.append(f"| {protocol} | {data_name} | {model} | {m['n']} | {m['mae']:.3f} | {m['spearman']:.3f} |")
+                lines.append(f"| {protocol} | {data_name} | {model} | {m['n']} | {m['mae']:.3f} | {m['spearman']:.3f} "
+                             f"| {m.get('pairwise_acc', float('nan')):.3f} |")
     return "\n".join(lines)

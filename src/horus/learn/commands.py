@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from typing import Any
 
@@ -17,7 +16,8 @@ def register(subparsers: Any) -> None:
     sub = predictor.add_subparsers(dest="predictor_command", metavar="ACTION", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("data", metavar="DATA", help="profile table (Parquet or CSV, horus.profiling.schema)")
+        p.add_argument("data", metavar="DATA", nargs="?" if p.prog.endswith("evaluate") else None,
+                       help="profile table (Parquet or CSV, horus.profiling.schema)")
         p.add_argument("--seed", type=int, default=0, help="seed of k-fold shuffling and the models (default 0)")
         p.add_argument("--folds", type=int, default=5, help="k of k-fold cross-validation (default 5)")
         p.add_argument("--candidates", default=None,
@@ -31,14 +31,32 @@ def register(subparsers: Any) -> None:
 
     evaluate = sub.add_parser("evaluate", help="print the metrics table of every candidate x protocol")
     common(evaluate)
+    evaluate.add_argument("--reference", metavar="DIR", default=None,
+                          help="instead of DATA: public measurements laid out like ../shared/data; held-out "
+                               "families and GPU types, physical predictor vs baselines (docs/predictors.md)")
+    evaluate.add_argument("--datasets", default=None, help="with --reference: comma-separated subset of "
+                          "gavel,zeus,pollux,gpumemnet (default all)")
+    evaluate.add_argument("--out", default=None, help="with --reference: also write the scores as JSON here")
     evaluate.set_defaults(func=run_evaluate)
+
+    calibrate = sub.add_parser("calibrate", help="fit the physical predictor's constants on public measurements")
+    calibrate.add_argument("--reference", metavar="DIR", required=True,
+                           help="public measurements laid out like ../shared/data")
+    calibrate.add_argument("--datasets", default=None, help="comma-separated subset of gavel,zeus,pollux,gpumemnet")
+    calibrate.add_argument("--seed", type=int, default=0, help="seed of the fit's row subsampling (default 0)")
+    calibrate.add_argument("--out", default=None,
+                           help="JSON file to write (default: print; the shipped file is "
+                                "src/horus/data/physical_params.json)")
+    calibrate.set_defaults(func=run_calibrate)
 
     predict = subparsers.add_parser("predict", help="predict a job's solo util / memory / iteration time")
     predict.add_argument("model", metavar="MODEL", help="catalog model name, e.g. resnet50")
     predict.add_argument("--batch", type=int, required=True, help="per-GPU batch size")
     predict.add_argument("--gpu", required=True, help="GPU type preset (V100, A100-80GB, H100, ...)")
     predict.add_argument("--predictor-dir", default=None,
-                         help="learned model directory (default: the analytic predictor)")
+                         help="learned model directory (default: the --predictor registered predictor)")
+    predict.add_argument("--predictor", default="physical",
+                         help="registered predictor when no --predictor-dir is given (default physical)")
     predict.add_argument("--precision", choices=("fp32", "amp"), default="fp32",
                          help="precision for the learned predictor (default fp32)")
     predict.add_argument("--json", action="store_true", help="print JSON")
@@ -57,7 +75,83 @@ def _candidate_names(arg: str | None) -> list[str] | None:
     return names
 
 
+def _datasets(arg: str | None) -> tuple[str, ...]:
+    from horus.predict.measurements import DATASETS
+
+    if arg is None:
+        return DATASETS
+    names = tuple(n.strip() for n in arg.split(",") if n.strip())
+    unknown = [n for n in names if n not in DATASETS]
+    if unknown or not names:
+        raise HorusInputError("--datasets", f"expected names from {', '.join(DATASETS)}, got {arg!r}")
+    return names
+
+
+def run_reference_evaluate(args: argparse.Namespace) -> int:
+    import sys
+
+    from horus.predict.evaluate import CANDIDATES, evaluate, format_scores
+    from horus.predict.measurements import load_measurements, source_files
+
+    candidates = CANDIDATES
+    if args.candidates is not None:
+        candidates = tuple(n.strip() for n in args.candidates.split(",") if n.strip())
+        unknown = [n for n in candidates if n not in CANDIDATES]
+        if unknown or not candidates:
+            raise HorusInputError("--candidates",
+                                  f"expected names from {', '.join(CANDIDATES)}, got {args.candidates!r}")
+    datasets = _datasets(args.datasets)
+    rows = load_measurements(args.reference, datasets)
+    scores = evaluate(rows, candidates=candidates, seed=args.seed,
+                      progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    report = {"reference": str(args.reference), "files_sha256": source_files(args.reference, datasets),
+              "command": "horus predictor evaluate --reference DIR --datasets " + ",".join(datasets),
+              "rows": len(rows), "seed": args.seed,
+              "scores": [s.as_dict() for s in scores]}
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(report, fh, indent=2)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{args.reference}: {len(rows)} measurements; held-out families (family-out) and GPU types (gpu-out)")
+        print(format_scores(scores))
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    import datetime
+
+    from horus.predict.calibrate import calibrate
+    from horus.predict.measurements import load_measurements, source_files
+
+    datasets = _datasets(args.datasets)
+    rows = load_measurements(args.reference, datasets)
+    params = calibrate(rows, seed=args.seed)
+    from dataclasses import replace
+
+    params = replace(params, provenance={
+        "calibrated": True, "command": f"horus predictor calibrate --reference DIR --datasets {','.join(datasets)} "
+                                       f"--seed {args.seed}",
+        "datasets": list(datasets), "rows": len(rows), "files_sha256": source_files(args.reference, datasets),
+        "gpus": sorted({m.gpu for m in rows}),
+        "date_utc": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    })
+    text = json.dumps(params.to_json(), indent=2)
+    if args.out:
+        with open(args.out, "w") as fh:
+            fh.write(text + "\n")
+        print(f"wrote {args.out}")
+    else:
+        print(text)
+    return 0
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
+    if args.reference is not None:
+        return run_reference_evaluate(args)
+    if args.data is None:
+        raise HorusInputError("horus predictor evaluate", "give a profile table DATA or --reference DIR")
     from horus.learn.candidates import resolve_candidates
     from horus.learn.dataset import load_profiles
     from horus.learn.evaluation import cross_validate, format_table
@@ -96,17 +190,14 @@ def run_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analytic_predictor() -> Any:
+def _registered_predictor(name: str) -> Any:
+    from horus.plugins import load_all
     from horus.predict.base import PREDICTORS
 
-    try:
-        importlib.import_module("horus.predict.analytic")
-    except ModuleNotFoundError as exc:
-        if exc.name != "horus.predict.analytic":
-            raise
-    if "analytic" not in PREDICTORS:
-        raise HorusInputError("horus predict", "the analytic predictor is not installed; pass --predictor-dir DIR")
-    return PREDICTORS.create("analytic")
+    load_all("horus.predict")
+    if name not in PREDICTORS:
+        raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
+    return PREDICTORS.create(name)
 
 
 def run_predict(args: argparse.Namespace) -> int:
@@ -117,13 +208,22 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.batch < 1:
         raise HorusInputError("--batch", f"expected a positive integer, got {args.batch}")
     model_info(args.model)  # unknown model -> HorusInputError
-    gpu = resolve_gpu(args.gpu, source="--gpu")
+    try:
+        gpu = resolve_gpu(args.gpu, source="--gpu")
+    except HorusInputError:  # not a preset: the nearest data-sheet spec by family, with a warning
+        from horus.cluster import GPUType
+        from horus.gpu_types import gpu_spec, lookup_spec
+
+        if lookup_spec(args.gpu)[1] == "none":
+            raise
+        spec = gpu_spec(args.gpu)
+        gpu = GPUType(args.gpu, int(spec.memory_gib * 1024), 1.0)
     if args.predictor_dir is not None:
         from horus.learn.predictor import LearnedPredictor
 
         predictor = LearnedPredictor(args.predictor_dir, precision=args.precision)
     else:
-        predictor = _analytic_predictor()
+        predictor = _registered_predictor(args.predictor)
     job = JobSpec(job_id="cli", submit_time=0.0, num_gpus=1, model=args.model, batch_size=args.batch, iterations=1)
     pred = predictor.predict(job, gpu)
     if args.json:

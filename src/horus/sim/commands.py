@@ -51,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
     p.add_argument("--interference-scale", type=float, default=1.0, metavar="S",
                    help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)); 0 = free, 1 = the truth (default)")
-    p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
+    p.add_argument("--predictor", default="physical",
+                   help="predictor: physical (default; best on the held-out evaluation, docs/predictors.md), "
+                        "analytic or learned")
     p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--interference-model", type=Path, metavar="DIR",
                    help="trained interference model (horus interference train) for the geng and horus-iasp policies")
