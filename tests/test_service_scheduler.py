@@ -238,3 +238,22 @@ def test_progress_survives_a_rebuild_without_double_counting(tmp_path: Path) -> 
     again.heartbeat("n0", [{**report, "iterations": 60}])
     assert again.state.running[job.job_id].iterations_done == 60
     store.close()
+
+
+def test_service_predictor_falls_back_for_models_without_operator_data() -> None:
+    from horus.catalog import ModelInfo, OP_KINDS, register_model
+    from horus.gpu_types import PRESETS
+    from horus.jobs import JobSpec
+    from horus.predict.physical import PhysicalPredictor
+    from horus.service.scheduler import ServicePredictor
+
+    register_model(ModelInfo("uploaded-test-net", "onnx", 1000, 2e6, 6e6, 4e3, 64, 2, {k: 1 for k in OP_KINDS}, "test"))
+    predictor = ServicePredictor(PhysicalPredictor())
+    v100 = PRESETS["V100"]
+    uploaded = JobSpec("1", 0.0, 1, "uploaded-test-net", 8, 10.0)
+    assert predictor.predict(uploaded, v100) == AnalyticPredictor().predict(uploaded, v100)
+    known = JobSpec("2", 0.0, 1, "resnet50", 64, 10.0)
+    assert predictor.predict(known, v100) == PhysicalPredictor().predict(known, v100)
+    with pytest.raises(HorusInputError, match="unknown model"):
+        predictor.predict(JobSpec("3", 0.0, 1, "no-such-model", 8, 10.0), v100)
+    assert predictor.predict(JobSpec("4", 0.0, 1, "", 0, 10.0), v100).util == 1.0

@@ -50,7 +50,8 @@ def _serve(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8470, help="port (default 8470)")
     p.add_argument("--policy", default="horus", help="scheduling policy (default horus)")
-    p.add_argument("--predictor", default="analytic", help="predictor (default analytic)")
+    p.add_argument("--predictor", default="physical", help="predictor (default physical; analytic for "
+                   "models it has no operator data for)")
     p.add_argument("--token-file", type=Path, help="bearer token for writes (default: <state-dir>/token, created)")
     p.add_argument("--open-reads", action="store_true", help="let reads (GET) through without a token")
     p.add_argument("--fake-gpus", type=int, default=0, metavar="N", help="N fake GPUs (no GPU needed; jobs run on CPU)")

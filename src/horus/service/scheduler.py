@@ -48,20 +48,30 @@ class UnknownAgentError(LookupError):
 
 
 class ServicePredictor(Predictor):
-    """The configured predictor for jobs that name a model; for a job without one, a conservative
-    belief: the whole GPU (100 % utilization, the card's memory), so it is never co-located."""
+    """The configured predictor for jobs that name a model, ``analytic`` for a catalog model it cannot
+    handle (e.g. an uploaded ONNX graph has no per-operator rows for ``physical``), and for a job without a
+    model a conservative belief: the whole GPU (100 % utilization, 95 % of the card's memory)."""
 
     def __init__(self, inner: Predictor) -> None:
+        from horus.predict.analytic import AnalyticPredictor
+
         self.inner = inner
+        self.fallback = AnalyticPredictor()
         self.name = inner.name
 
     def predict(self, job: JobSpec, gpu_type: GPUType) -> Prediction:
         if not job.model:
             return Prediction(util=1.0, mem_mib=0.95 * gpu_type.memory_mib, iter_time_s=1.0)
-        return self.inner.predict(job, gpu_type)
+        try:
+            return self.inner.predict(job, gpu_type)
+        except HorusInputError:
+            if self.inner.name == self.fallback.name:
+                raise
+            return self.fallback.predict(job, gpu_type)  # raises too for a model the catalog lacks
 
     def describe(self) -> dict[str, object]:
-        return {**self.inner.describe(), "without_model": "exclusive (util 1.0, 95 % of the card's memory)"}
+        return {**self.inner.describe(), "fallback": self.fallback.name,
+                "without_model": "exclusive (util 1.0, 95 % of the card's memory)"}
 
 
 def gpu_type_of(desc: Mapping[str, Any]) -> GPUType:

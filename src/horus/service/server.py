@@ -57,7 +57,7 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
     policy: str = "horus"
-    predictor: str = "analytic"
+    predictor: str = "physical"
     token_file: Path | None = None
     open_reads: bool = False
     local_agent: bool = True
