@@ -1,6 +1,6 @@
 """The evaluation sweep: load x truth x interference scale x seed, every comparison with its ablation and bound.
 
-Workloads come from ``horus trace generate`` (Poisson streams at offered loads 0.6 / 1.0 / 1.5, and a
+Workloads come from ``horus trace generate`` (Poisson streams at offered loads 0.6 / 1.0 / 1.5 / 2.5, and a
 work-bound batch; 400 jobs each) on the embedded 64-GPU cluster. Worlds: the calibrated ``parametric``
 truth at interference scales 0.5 / 1 / 2 (cheap -> dear co-location) and, when ../shared/data is present,
 Gavel's measured V100 pairs (``gavel``). Policies: FIFO-exclusive, Horus, Horus with co-location off
@@ -35,7 +35,7 @@ POLICIES = ["fifo-exclusive", "horus", "horus-solo=horus", "sjf-exclusive", "sjf
             "tiresias", "gandiva"]
 OPTIONS = {"horus-solo": {"max_residents": 1}, "sjf-horus-solo": {"placement_args": {"max_residents": 1}}}
 ABLATION = {"horus": "horus-solo", "sjf-horus": "sjf-horus-solo"}
-WORKLOADS = [("stream", 0.6), ("stream", 1.0), ("stream", 1.5), ("batch", 1.0)]
+WORKLOADS = [("stream", 0.6), ("stream", 1.0), ("stream", 1.5), ("stream", 2.5), ("batch", 1.0)]
 METRICS = ("makespan_s", "mean_jct_s", "p95_jct_s", "mean_wait_s", "goodput", "colocated_share", "mean_slowdown",
            "max_stretch", "oom_failures", "makespan_lower_bound_s", "mean_jct_lower_bound_s")
 
