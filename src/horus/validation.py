@@ -99,6 +99,34 @@ LIMITS: dict[str, Domain] = {
 }
 
 
+# Domains of measurement-table columns (profile and co-location tables): empty cells are allowed
+# (non-ok rows carry no measurements); anything else must be a number in the domain.
+COLUMN_DOMAINS: dict[str, Domain] = {
+    "set_size": LIMITS["set_size"],
+    "member": Domain(0, 15, True),
+    "batch_size": LIMITS["batch_size"],
+    "input_size": LIMITS["input_size"],
+    "repeat": Domain(0, 1e6, True),
+    "normalized_throughput": LIMITS["normalized_throughput"],
+    "throughput_samples_s": Domain(0, 1e12, False, "samples/s"),
+    "solo_throughput_samples_s": Domain(0, 1e12, False, "samples/s"),
+    **dict.fromkeys(("gpu_util_mean", "gpu_util_p50", "combined_util_mean", "solo_util_mean"),
+                    LIMITS["utilization_pct"]),
+    **dict.fromkeys(("mem_used_mib_peak", "torch_max_allocated_mib", "torch_max_reserved_mib",
+                     "combined_mem_used_mib_peak", "solo_mem_mib"), LIMITS["memory_mib"]),
+    "iter_time_s_mean": LIMITS["iter_time_s"],
+    "iter_time_s_std": Domain(0, 1e6, False, "s"),
+    "n_iters": Domain(0, 1e12, True),
+    "window_s": Domain(0, 1e6, False, "s"),
+    "sm_clock_mhz_mean": Domain(0, 1e5, False, "MHz"),
+    "power_w_mean": Domain(0, 1e5, False, "W"),
+}
+COLUMN_CHOICES: dict[str, tuple[str, ...]] = {
+    "status": ("ok", "oom", "error", "partner_failed"),
+    "precision": ("fp32", "amp"),
+}
+
+
 def check_option(name: str, value: float | None, domain: str, *, allow_none: bool = True) -> None:
     """Raise HorusInputError for a command-line option outside ``LIMITS[domain]``."""
     if value is None and allow_none:
@@ -274,3 +302,45 @@ def load_yaml_text(text: str, source: str) -> Any:
 def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) -> tuple[Any, bytes]:
     text, raw = read_text(path, what, max_bytes)
     return load_yaml_text(text, str(path)), raw
+
+
+# --- outputs -----------------------------------------------------------------------------------------
+
+
+def check_output_path(path: Path, option: str, *, directory: bool = True) -> None:
+    """Fail before any work when ``path`` cannot be written: it is (or lies under) a file, a directory
+    stands where a file should go, or its nearest existing parent is not writable."""
+    import os
+
+    if path.exists():
+        if directory and not path.is_dir():
+            raise HorusInputError(option, f"{path} exists and is not a directory; expected a directory to write into")
+        if not directory and path.is_dir():
+            raise HorusInputError(option, f"{path} is a directory; expected a file path")
+    parent = path if path.exists() else path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise HorusInputError(option, f"{path}: {parent} is a file, so nothing can be created under it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise HorusInputError(option, f"{path}: {parent} is not writable")
+
+
+class OutputDir:
+    """``with OutputDir(path, "--out") as out:``: checked up front, created on entry, and removed again if
+    the block fails (and it did not exist before), so a failed run leaves nothing behind."""
+
+    def __init__(self, path: Path, option: str) -> None:
+        check_output_path(path, option)
+        self.path = path
+        self.existed = path.exists()
+
+    def __enter__(self) -> Path:
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self.path
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None and not self.existed:
+            import shutil
+
+            shutil.rmtree(self.path, ignore_errors=True)

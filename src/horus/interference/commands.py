@@ -7,6 +7,38 @@ import json
 from pathlib import Path
 
 GAVEL_GPUS = ("v100", "p100", "k80")
+MAX_FOLDS = 100
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    """Options checked before the Gavel file is read (docs/inputs.md)."""
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.predict.base import PREDICTORS
+    from horus.validation import check_option
+
+    check_option("--seed", args.seed, "seed")
+    if args.solo_predictor:
+        load_all("horus.predict")
+        if args.solo_predictor not in PREDICTORS:
+            raise HorusInputError("--solo-predictor", f"unknown predictor {args.solo_predictor!r}; known: "
+                                                      f"{', '.join(PREDICTORS.names())} ('' for graph features only)")
+
+
+def _check_folds(folds: int, obs: list, *, skip_below: int | None = None) -> None:
+    """``folds`` between 2 and min(MAX_FOLDS, number of co-located sets); below ``skip_below`` means no check."""
+    from horus.errors import HorusInputError
+    from horus.interference.data import experiment_key
+
+    observations = len({experiment_key(o) for o in obs})
+
+    if skip_below is not None and 0 <= folds < skip_below:
+        return
+    high = min(MAX_FOLDS, observations)
+    if not 2 <= folds <= high:
+        raise HorusInputError("--folds", f"expected an integer in [2, {high}] (at most {MAX_FOLDS} and at most the "
+                                         f"{observations} measured co-located sets), got {folds}"
+                              + ("; 0 or 1 skip the check" if skip_below else ""))
 
 
 def _load(path: str, gpus: tuple[str, ...], drop_both_at_solo: bool) -> tuple[dict[str, list], str, dict]:
@@ -29,9 +61,14 @@ def _train(args: argparse.Namespace) -> int:
     from horus.interference.evaluation import default_factory, evaluate_splits, random_splits
     from horus.interference.persistence import save_model
 
+    from horus.validation import OutputDir
+
+    _check_common(args)
+    OutputDir(args.out, "--out")  # checked before the data is read
     data, sha, quirks = _load(args.gavel, (args.gpu,), args.drop_both_at_solo)
     features = default_features(args.solo_predictor)
     obs = data[args.gpu]
+    _check_folds(args.folds, obs, skip_below=2)
     cv = (evaluate_splits(random_splits(obs, folds=args.folds, seed=args.seed), [args.model],
                           default_factory(features, args.seed))[args.model] if args.folds > 1 else {})
     model = INTERFERENCE_MODELS.create(args.model, features=features, seed=args.seed).fit(obs)
@@ -40,9 +77,10 @@ def _train(args: argparse.Namespace) -> int:
 
     from horus.interference.evaluation import metrics
     fit = metrics(np.array([o.value for o in obs]), train_pred)
-    path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, f"random_{args.folds}fold": cv},
-                      extra={"data": {"source": str(args.gavel), "gpu": args.gpu, "observations": len(obs),
-                                      "quirks": quirks[args.gpu]}})
+    with OutputDir(args.out, "--out"):
+        path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, f"random_{args.folds}fold": cv},
+                          extra={"data": {"source": str(args.gavel), "gpu": args.gpu, "observations": len(obs),
+                                          "quirks": quirks[args.gpu]}})
     held = f", {args.folds}-fold held-out MAE {cv['mae']:.3f} (Spearman {cv['spearman']:.3f})" if cv else ""
     print(f"{args.model}: train MAE {fit['mae']:.3f}{held}; wrote {path}")
     return 0
@@ -51,18 +89,35 @@ def _train(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from horus.interference import models  # noqa: F401
     from horus.interference.data import default_features
+    import sys
+    import time
+
+    from horus.errors import HorusInputError
+    from horus.interference.models import INTERFERENCE_MODELS
     from horus.interference.evaluation import COMPARED_MODELS, PROTOCOLS, default_factory, format_table
 
+    _check_common(args)
+    names = [n.strip() for n in args.models.split(",")] if args.models else list(COMPARED_MODELS)
+    unknown = [n for n in names if n not in INTERFERENCE_MODELS]
+    if unknown or not names:
+        raise HorusInputError("--models", f"expected comma-separated names from {', '.join(INTERFERENCE_MODELS)}, "
+                                          f"got {args.models!r}")
+    protocols = list(PROTOCOLS) if args.protocol == "all" else [args.protocol]
     gpus = (args.gpu, *(g for g in GAVEL_GPUS if g != args.gpu))
     data, sha, quirks = _load(args.gavel, gpus, args.drop_both_at_solo)
+    if "random" in protocols:
+        _check_folds(args.folds, data[args.gpu])
     features = default_features(args.solo_predictor)
-    names = args.models.split(",") if args.models else list(COMPARED_MODELS)
     if features.predictor_name is None and "summed-util" in names:
         names.remove("summed-util")  # needs predicted solo utilization
-    protocols = list(PROTOCOLS) if args.protocol == "all" else [args.protocol]
     factory = default_factory(features, args.seed)
-    results = {p: PROTOCOLS[p](data, names, factory, train_gpu=args.gpu, folds=args.folds, seed=args.seed)
-               for p in protocols}
+    results = {}
+    start = time.monotonic()
+    for i, name in enumerate(protocols, 1):  # progress on stderr: --protocol all runs for minutes
+        print(f"horus: [{i}/{len(protocols)}] protocol {name} ({len(names)} models) ...", file=sys.stderr, flush=True)
+        results[name] = PROTOCOLS[name](data, names, factory, train_gpu=args.gpu, folds=args.folds, seed=args.seed)
+        print(f"horus: [{i}/{len(protocols)}] protocol {name} done, {time.monotonic() - start:.0f} s elapsed",
+              file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps({"data_sha256": sha, "quirks": quirks, "feature_names": list(features.names),
                           "results": results}, indent=2))
@@ -110,7 +165,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data_args(evaluate)
     evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "all"))
     evaluate.add_argument("--models", default="", help="comma-separated model names (default: all compared)")
-    evaluate.add_argument("--folds", type=int, default=5)
+    evaluate.add_argument("--folds", type=int, default=5, help=f"k of the random protocol (2-{MAX_FOLDS})")
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(func=_evaluate)
 

@@ -25,13 +25,15 @@ def write_run(result: SimResult, folder: Path) -> list[Path]:
 def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list[str], truth: TruthModel,
                    predictor: Predictor, config: SimConfig, outdir: str | Path,
                    manifest_extra: Mapping[str, object] | None = None, progress: bool = False,
-                   policy_options: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, object]:
+                   policy_options: Mapping[str, Mapping[str, object]] | None = None,
+                   title: str | None = None) -> dict[str, object]:
     """Simulate each named policy on ``jobs``; write outputs into ``outdir``; return the summary dict.
 
     The summary is ``{"policies": {name: summary}, "num_jobs", "num_gpus"}`` (also ``summary.json``).
     ``manifest.json`` records versions, configuration, descriptions of every component, the hash of
     every file written and ``manifest_extra`` (trace path + sha256, sampler, seed...).
-    ``policy_options`` maps a policy name to keyword arguments of its factory.
+    ``policy_options`` maps a policy name to keyword arguments of its factory; ``title`` heads the plots
+    (which trace, cluster and truth).
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -52,7 +54,7 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         "num_gpus": cluster.num_gpus,
     }
     written.append(write_json(summary, outdir / "summary.json"))
-    written += plot_comparison(results, outdir)
+    written += plot_comparison(results, outdir, title)
     manifest = {
         "created": utc_timestamp(),
         "versions": environment(),
