@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
@@ -57,12 +58,20 @@ def _candidate_names(arg: str | None) -> list[str] | None:
     return names
 
 
+def _check(args: argparse.Namespace) -> None:
+    from horus.validation import check_option
+
+    check_option("--seed", args.seed, "seed")
+    check_option("--folds", args.folds, "folds")
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     from horus.learn.candidates import resolve_candidates
     from horus.learn.dataset import load_profiles
     from horus.learn.evaluation import cross_validate, format_table
     from horus.learn.training import protocols_for
 
+    _check(args)
     data = load_profiles(args.data)
     candidates = resolve_candidates(_candidate_names(args.candidates))
     rows = cross_validate(data, candidates, protocols_for(data), folds=args.folds, seed=args.seed)
@@ -82,10 +91,15 @@ def run_train(args: argparse.Namespace) -> int:
     from horus.learn.persistence import save_trained
     from horus.learn.training import train_predictors
 
+    from horus.validation import OutputDir
+
+    _check(args)
+    OutputDir(Path(args.out), "--out")  # checked before the data is read
     data = load_profiles(args.data)
     trained = train_predictors(data, seed=args.seed, folds=args.folds,
                                candidate_names=_candidate_names(args.candidates))
-    sidecar = save_trained(trained, args.out)
+    with OutputDir(Path(args.out), "--out"):
+        sidecar = save_trained(trained, args.out)
     if args.json:
         print(json.dumps({"out": str(args.out), "choices": trained.choices}, indent=2))
     else:
@@ -114,8 +128,9 @@ def run_predict(args: argparse.Namespace) -> int:
     from horus.jobs import JobSpec
     from horus.learn.gpus import resolve_gpu
 
-    if args.batch < 1:
-        raise HorusInputError("--batch", f"expected a positive integer, got {args.batch}")
+    from horus.validation import check_option
+
+    check_option("--batch", args.batch, "batch_size", allow_none=False)
     model_info(args.model)  # unknown model -> HorusInputError
     gpu = resolve_gpu(args.gpu, source="--gpu")
     if args.predictor_dir is not None:
