@@ -59,6 +59,9 @@ class Case:
     note: str = ""
 
 
+INVALID_SHARE = 0.85  # share of field mutations drawn from the invalid values (the rest check false rejections)
+
+
 def _csv(header: list[str], rows: list[list[object]]) -> bytes:
     return ("\n".join(",".join(str(c) for c in r) for r in [header, *rows]) + "\n").encode()
 
@@ -91,7 +94,7 @@ def _horus_case(rng: random.Random) -> Case:
     row = rng.randrange(len(rows))
     col = header.index(column)
     label = "valid"
-    if rng.random() < 0.7:
+    if rng.random() < INVALID_SHARE:
         value, label = rng.choice(bad), "invalid"
     else:
         value = rng.choice(good)
@@ -186,7 +189,7 @@ def _philly_case(rng: random.Random) -> Case:
     rows = [list(r) for r in PHILLY_ROWS]
     column = rng.choice(list(PHILLY_VALUES))
     good, bad = PHILLY_VALUES[column]
-    invalid = rng.random() < 0.7
+    invalid = rng.random() < INVALID_SHARE
     value = rng.choice(bad if invalid else good)
     rows[rng.randrange(len(rows))][PHILLY_HEADER.index(column)] = value
     return Case("trace-philly", argv, {"p.csv": _csv(PHILLY_HEADER, rows)}, "invalid" if invalid else "valid",
@@ -224,7 +227,7 @@ def _openb_pod_case(rng: random.Random) -> Case:
     rows = [list(r) for r in POD_ROWS]
     column = rng.choice(list(POD_VALUES))
     good, bad = POD_VALUES[column]
-    invalid = rng.random() < 0.7
+    invalid = rng.random() < INVALID_SHARE
     value = rng.choice(bad if invalid else good)
     row = rng.randrange(len(rows))
     if column == "gpu_milli":
@@ -259,7 +262,7 @@ def _openb_node_case(rng: random.Random) -> Case:
     rows = [list(r) for r in NODE_ROWS]
     column = rng.choice(list(NODE_VALUES))
     good, bad = NODE_VALUES[column]
-    invalid = rng.random() < 0.7
+    invalid = rng.random() < INVALID_SHARE
     value = rng.choice(bad if invalid else good)
     row = rng.randrange(3)  # a GPU node
     label = "invalid" if invalid else "valid"
@@ -291,7 +294,7 @@ YAML_VALUES: dict[str, tuple[list[str], list[str]]] = {
     "memory_mib": (["16384", "81920"], ["0", "-1", "1e12", "x", ".inf", "1000000000000", "true"]),
     "speed": (["0.5", "3"], ["0", "-1", ".nan", ".inf", "1e6", "x", "true"]),
     "inter_node_gbps": (["1", "400"], ["0", "-1", ".nan", ".inf", "1e9", "x"]),
-    "name": (["node-x"], ["''", "[a]", "b"]),  # b: duplicate of the other node's name
+    "name": (["node-x"], ["''", "[a]", "1", "{x: 1}"]),
 }
 
 
@@ -327,7 +330,8 @@ def _cluster_case(rng: random.Random) -> Case:
         elif choice == "list_top":
             data = b"- a\n- b\n"
         elif choice == "huge_doc":
-            data = b"nodes:\n" + b"  - {name: n%d, gpu_type: V100, gpus: 8}\n" * 1 + b"# " + b"x" * 9_000_000 + b"\n"
+            data = b"nodes:\n  - {name: n, gpu_type: V100, gpus: 8}\n# " + b"x" * 9_000_000 + b"\n"
+            label = "valid"  # large, but under the 64 MiB limit for configuration files
         elif choice == "multi_doc":
             data = text + b"---\n" + text
         elif choice == "utf16":
@@ -340,7 +344,7 @@ def _cluster_case(rng: random.Random) -> Case:
         return Case("cluster-yaml", argv, {"c.yaml": data}, "any" if label != "valid" else "valid", note)
     key = rng.choice(list(YAML_VALUES))
     good, bad = YAML_VALUES[key]
-    invalid = rng.random() < 0.7
+    invalid = rng.random() < INVALID_SHARE
     value = rng.choice(bad if invalid else good)
     text = CLUSTER_YAML
     if key in ("gpus", "count", "gpu_type", "intra_link", "name"):
@@ -492,7 +496,7 @@ def _table_case(rng: random.Random, surface: str, good: bytes, argv: list[str], 
     rows = [line.split(",") for line in lines[1:]]
     column = rng.choice([c for c in values if c in header])
     ok, bad = values[column]
-    invalid = rng.random() < 0.7 or not ok
+    invalid = rng.random() < INVALID_SHARE or not ok
     value = rng.choice(bad if invalid else ok)
     rows[rng.randrange(len(rows))][header.index(column)] = str(value)
     return Case(surface, argv, {name: _csv(header, rows), **(extra or {})}, "invalid" if invalid else "valid",
@@ -500,18 +504,18 @@ def _table_case(rng: random.Random, surface: str, good: bytes, argv: list[str], 
 
 
 COLOC_VALUES: dict[str, tuple[list[object], list[object]]] = {
-    "normalized_throughput": ([0.5, 0.99], [-0.5, "nan", "inf", 1000, "x", "1e300"]),
+    "normalized_throughput": ([0.5, 0.99], [-0.5, "inf", 1000, "x", "1e300", 1.6]),
     "set_size": ([], [0, -1, "x", 1.5, 99]),
     "batch_size": ([8], [0, -8, "x", 1.5, "1e300"]),
     "status": (["oom"], ["OK!", "", "maybe"]),
-    "solo_util_mean": ([10, 99.5], [-1, 101, 1e9, "nan", "x"]),
+    "solo_util_mean": ([10, 99.5, "nan"], [-1, 101, 1e9, "x", "-inf"]),
     "repeat": ([], [-1, "x", 0.5]),
     "member": ([], [-1, "x", 7]),
 }
 PROFILE_VALUES: dict[str, tuple[list[object], list[object]]] = {
-    "gpu_util_mean": ([0, 55.5, 100], [-1, 101, 1e9, "nan", "inf", "x"]),
+    "gpu_util_mean": ([0, 55.5, 100], [-1, 101, 1e9, "inf", "x"]),
     "torch_max_reserved_mib": ([512, 4000], [0, -5, "inf", "1e300", "x"]),
-    "iter_time_s_mean": ([0.01, 2], [0, -0.1, "nan", "1e300", "1e-300", "x"]),
+    "iter_time_s_mean": ([0.01, 2], [0, -0.1, "1e300", "1e-300", "x"]),
     "batch_size": ([16], [0, -1, 1.5, "x", "1e300"]),
     "precision": (["amp"], ["fp8", "", "FP32"]),
     "status": (["oom", "error"], ["done", "OK"]),

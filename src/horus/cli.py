@@ -56,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
-        parser.print_help()
+        parser.print_help(sys.stderr)
+        print("horus: error: expected a COMMAND (listed above)", file=sys.stderr)
         return 2
     try:
         return int(args.func(args) or 0)

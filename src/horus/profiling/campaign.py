@@ -137,22 +137,10 @@ def parse_campaign(data: Any, source: str) -> Campaign:
 def load_campaign(path: str | Path) -> Campaign:
     """Read a YAML (``.yaml``/``.yml``) or JSON campaign file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise HorusInputError(str(path), f"cannot read campaign ({exc.strerror})") from None
+    from horus.validation import load_json, load_yaml
+
     if path.suffix in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise HorusInputError(str(path), "YAML campaigns need pyyaml; use a .json campaign") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise HorusInputError(str(path), f"not valid YAML ({exc})".replace("\n", " ")) from None
+        data, _ = load_yaml(path, "a campaign YAML file")
     else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise HorusInputError(str(path), f"line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        data, _ = load_json(path, "a campaign JSON file")
     return parse_campaign(data, str(path))
