@@ -121,7 +121,7 @@ def _text_damage(rng: random.Random, good: bytes, kind: str) -> tuple[bytes, str
     choice = rng.choice(["non_utf8", "bom", "crlf", "huge_cell", "empty", "nul", "truncate", "bytes", "utf16",
                          "dup_header", "blank_lines", "header_only", "long_line_count", "wrong_fields"])
     if choice == "non_utf8":
-        i = rng.randrange(1, len(lines) - 1)
+        i = rng.randrange(1, max(2, len(lines) - 1))
         lines[i] = lines[i] + b"\xff\xfe\x80"
         return b"\n".join(lines), "invalid", choice
     if choice == "bom":
@@ -129,7 +129,7 @@ def _text_damage(rng: random.Random, good: bytes, kind: str) -> tuple[bytes, str
     if choice == "crlf":
         return good.replace(b"\n", b"\r\n"), "valid", choice
     if choice == "huge_cell":
-        i = rng.randrange(1, len(lines) - 1)
+        i = rng.randrange(1, max(2, len(lines) - 1))
         cells = lines[i].split(b",")
         cells[rng.randrange(len(cells))] = b"9" * rng.choice([140_000, 300_000])
         lines[i] = b",".join(cells)
@@ -150,6 +150,8 @@ def _text_damage(rng: random.Random, good: bytes, kind: str) -> tuple[bytes, str
         return good.decode().encode("utf-16"), "invalid", choice
     if choice == "dup_header":
         cells = lines[0].split(b",")
+        if len(cells) < 2:
+            cells.append(cells[0])
         cells[rng.randrange(1, len(cells))] = cells[0]
         lines[0] = b",".join(cells)
         return b"\n".join(lines), "invalid", choice
@@ -158,7 +160,7 @@ def _text_damage(rng: random.Random, good: bytes, kind: str) -> tuple[bytes, str
     if choice == "header_only":
         return lines[0] + b"\n", "invalid", choice
     if choice == "wrong_fields":
-        i = rng.randrange(1, len(lines) - 1)
+        i = rng.randrange(1, max(2, len(lines) - 1))
         lines[i] = lines[i] + b",extra"
         return b"\n".join(lines), "invalid", choice
     # long_line_count: many comment lines (valid)
