@@ -60,7 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("horus: error: expected a COMMAND (listed above)", file=sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at interpreter exit
+        return code
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
         return 2
