@@ -595,6 +595,70 @@ def _features_case(rng: random.Random) -> Case:
     return Case("features", ["features", model, *opts], {}, label, f"{model} {opts}")
 
 
+def _bad_json(rng: random.Random, good: object) -> tuple[bytes, str]:
+    """A damaged JSON document (always outside the documented format)."""
+    kind = rng.choice(["non_utf8", "deep", "dup", "not_object", "nan", "empty", "truncated", "wrong_type"])
+    text = json.dumps(good)
+    if kind == "non_utf8":
+        return text.encode()[:-1] + b"\xff}", kind
+    if kind == "deep":
+        return b'{"a": ' + b"[" * rng.choice([100, 100_000]) + b"]" * 0 + b"}", kind
+    if kind == "dup":
+        return text.replace("{", '{"format_version": 0, ', 1).encode(), kind
+    if kind == "not_object":
+        return rng.choice([b"[]", b"1", b'"x"', b"null"]), kind
+    if kind == "nan":
+        return text.replace("{", '{"x": NaN, ', 1).encode(), kind
+    if kind == "empty":
+        return b"", kind
+    if kind == "truncated":
+        return text.encode()[: max(1, len(text) // 2)], kind
+    return json.dumps({k: [v] for k, v in good.items()}).encode(), kind  # type: ignore[union-attr]
+
+
+MODEL_DIR_COMMANDS: list[tuple[list[str], str]] = [
+    ([*SIM, "--trace", "{d}/t.csv", "--predictor", "learned", "--predictor-dir", "{d}/m"], "predictor_sidecar.json"),
+    (["predict", "resnet50", "--batch", "64", "--gpu", "V100", "--predictor-dir", "{d}/m"], "predictor_sidecar.json"),
+    ([*SIM[:3], "geng", *SIM[4:], "--trace", "{d}/t.csv", "--interference-model", "{d}/m"], "model.json"),
+    (["interference", "predict", "--model-dir", "{d}/m", "resnet50/b64", "lstm_lm/b20"], "model.json"),
+]
+
+
+def _model_dir_case(rng: random.Random) -> Case:
+    argv, sidecar = rng.choice(MODEL_DIR_COMMANDS)
+    good = {"format_version": 1, "model": "iasp", "targets": {"util": {"file": "util.joblib"}}}
+    data, kind = _bad_json(rng, good)
+    if sidecar == "predictor_sidecar.json":
+        from horus.learn.persistence import SIDECAR
+        sidecar = SIDECAR
+    return Case("model-dir", list(argv), {"t.csv": SMALL_TRACE, f"m/{sidecar}": data}, "invalid", f"{sidecar}:{kind}")
+
+
+CAMPAIGN_BAD: list[str] = [
+    "solo: 5\n", "solo: [{model: resnet18_cifar, batch: 99999999999999999999}]\n",
+    "solo: [{model: resnet18_cifar, batch: 8, repeats: 1000000000}]\n", "solo: [{model: a, batch: true}]\n",
+    "solo: [{model: a, batch: 8, input_size: -1}]\n", "colocate: [{set: 'a:1'}]\n", "colocate: {set: x}\n",
+    "x: &a [1]\nsolo: *a\n", "solo: []\nsolo: []\n", "solo: " + "[" * 5000 + "]" * 5000 + "\n", "nope: 1\n",
+    "solo: [{model: a, batch: 8, precision: fp8}]\n", "- 1\n- 2\n",
+]
+
+
+def _campaign_case(rng: random.Random) -> Case:
+    text = rng.choice(CAMPAIGN_BAD).encode()
+    if rng.random() < 0.2:
+        text = text.replace(b"solo", b"s\xffolo", 1)
+    name = rng.choice(["c.yaml", "c.json"])
+    if name == "c.json":
+        try:
+            import yaml
+            doc = yaml.safe_load(text)
+            text = json.dumps(doc).encode() if rng.random() < 0.7 else text
+        except Exception:  # noqa: BLE001 - YAML-only damage stays as text (invalid JSON then)
+            pass
+    argv = ["profile", "--campaign", "{d}/" + name, "--device", "cpu", "--no-nvml", "--out", "{d}/out"]
+    return Case("profile-campaign", argv, {name: text}, "invalid", text[:60].decode(errors="replace"))
+
+
 OPTION_CASES: list[tuple[list[str], str]] = [
     (["simulate", "--seed", "-1"], "invalid"), (["simulate", "--seed", str(2**32)], "invalid"),
     (["simulate", "--seed", str(2**64)], "invalid"), (["simulate", "--seed", "7"], "valid"),
@@ -665,6 +729,8 @@ SURFACES: dict[str, tuple[float, Callable[[random.Random], Case]]] = {
     "profile-table": (0.04, _profile_case),
     "features": (0.04, _features_case),
     "options": (0.06, _option_case),
+    "model-dir": (0.02, _model_dir_case),
+    "profile-campaign": (0.02, _campaign_case),
 }
 
 
@@ -686,6 +752,7 @@ def run_case(case: Case, root: Path) -> dict[str, object]:
 
     d = Path(tempfile.mkdtemp(dir=root))
     for name, data in case.files.items():
+        (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_bytes(data)
     before = {p.relative_to(d) for p in d.rglob("*")}
     argv = [a.replace("{d}", str(d)) for a in case.argv]

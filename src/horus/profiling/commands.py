@@ -145,6 +145,8 @@ def _profile(args: argparse.Namespace) -> int:
         raise HorusInputError("horus profile", "give either --campaign FILE or --model NAME --batch N")
     if args.campaign is not None:
         campaign = load_campaign(args.campaign)
+        if not campaign.solo and not campaign.colocate:
+            raise HorusInputError(str(args.campaign), "no solo or colocate entries; expected at least one")
     else:
         if not args.batch or any(b <= 0 for b in args.batch):
             raise HorusInputError("--batch", "expected one or more positive batch sizes with --model")
