@@ -121,6 +121,8 @@ COLUMN_DOMAINS: dict[str, Domain] = {
     "sm_clock_mhz_mean": Domain(0, 1e5, False, "MHz"),
     "power_w_mean": Domain(0, 1e5, False, "W"),
 }
+COLUMN_NONEMPTY: tuple[str, ...] = ("set_id", "set_size", "member", "model", "batch_size", "status", "repeat",
+                                     "precision")  # identity columns: never empty
 COLUMN_CHOICES: dict[str, tuple[str, ...]] = {
     "status": ("ok", "oom", "error", "partner_failed"),
     "precision": ("fp32", "amp"),
@@ -292,6 +294,8 @@ def load_yaml_text(text: str, source: str) -> Any:
         raise HorusInputError(source, f"{where}not valid YAML ({problem})") from None
     except RecursionError:
         raise HorusInputError(source, f"nested too deeply; expected at most {MAX_DEPTH} levels") from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer with more than 4,300 digits
+        raise HorusInputError(source, f"not valid YAML ({str(exc).split(';')[0][:120]})") from None
     if len(documents) > 1:
         raise HorusInputError(source, f"{len(documents)} YAML documents; expected one")
     data = documents[0] if documents else None

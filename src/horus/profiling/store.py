@@ -104,10 +104,18 @@ def _read_csv(text: str, source: str) -> Any:
     for i, name in enumerate(header):
         if name in header[:i]:
             raise HorusInputError(source, f"header: column {name!r} appears twice; expected each column once")
-    longest = max((len(cell) for ln in lines for cell in ln.split(",")), default=0)
-    if longest > MAX_CELL_CHARS:
-        row = next(i for i, ln in enumerate(text.splitlines(), 1) if any(len(c) > MAX_CELL_CHARS for c in ln.split(",")))
-        raise HorusInputError(source, f"line {row}: a cell longer than {MAX_CELL_CHARS:,} characters")
+    previous = csv.field_size_limit(MAX_CELL_CHARS)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        for record in reader:
+            if record and not record[0].lstrip().startswith("#") and any(c.strip() for c in record) \
+                    and len(record) != len(header):
+                raise HorusInputError(source, f"line {reader.line_num}: expected {len(header)} fields, got {len(record)}")
+    except csv.Error as exc:
+        what = f"a cell longer than {MAX_CELL_CHARS:,} characters" if "field larger" in str(exc) else f"not valid CSV ({exc})"
+        raise HorusInputError(source, f"line {reader.line_num}: {what}") from None
+    finally:
+        csv.field_size_limit(previous)
     try:
         return pd.read_csv(io.StringIO(text), comment="#", skip_blank_lines=True)
     except pd.errors.ParserError as exc:
@@ -119,10 +127,16 @@ def check_columns(frame: Any, source: str) -> None:
     import numpy as np
     import pandas as pd
 
-    from horus.validation import COLUMN_CHOICES, COLUMN_DOMAINS
+    from horus.validation import COLUMN_CHOICES, COLUMN_DOMAINS, COLUMN_NONEMPTY
 
     if frame.empty:
         raise HorusInputError(source, "no rows (expected at least one measurement)")
+    for column in COLUMN_NONEMPTY:
+        if column in frame.columns:
+            missing = frame[column].isna().to_numpy() | (frame[column].astype(str).str.strip() == "").to_numpy()
+            if missing.any():
+                raise HorusInputError(source, f"line {int(np.flatnonzero(missing)[0]) + 2}, column {column!r}: "
+                                              "expected a value, got an empty cell")
     for column, domain in COLUMN_DOMAINS.items():
         if column not in frame.columns:
             continue
