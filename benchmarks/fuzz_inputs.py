@@ -557,7 +557,8 @@ def _onnx_bytes(kind: str) -> bytes:
     w = helper.make_tensor("w", TensorProto.FLOAT, [8, 4], [0.1] * 32)
     node = helper.make_node("MatMul", ["x", "w"], ["y"])
     if kind == "no_inputs":
-        const = helper.make_node("Constant", [], ["y"], value=helper.make_tensor("c", TensorProto.FLOAT, [1, 4], [0] * 4))
+        zeros = helper.make_tensor("c", TensorProto.FLOAT, [1, 4], [0] * 4)
+        const = helper.make_node("Constant", [], ["y"], value=zeros)
         graph = helper.make_graph([const], "g", [], [y])
     elif kind == "no_nodes":
         graph = helper.make_graph([], "g", [x], [y])
@@ -669,7 +670,8 @@ OPTION_CASES: list[tuple[list[str], str]] = [
     (["simulate", "--sampler", "nope"], "invalid"), (["simulate", "--truth", "nope"], "invalid"),
     (["simulate", "--predictor", "nope"], "invalid"), (["simulate", "--interference-model", "{d}"], "invalid"),
     (["simulate", "--trace", "{d}/missing.csv"], "invalid"), (["simulate", "--trace", "{d}"], "invalid"),
-    (["simulate", "--cluster", "{d}"], "invalid"), (["simulate", "--format", "nope", "--trace", "{d}/t.csv"], "invalid"),
+    (["simulate", "--cluster", "{d}"], "invalid"),
+    (["simulate", "--format", "nope", "--trace", "{d}/t.csv"], "invalid"),
     (["simulate", "--truth", "gavel"], "invalid"), (["simulate", "--predictor", "learned"], "invalid"),
     (["simulate", "--predictor", "learned", "--predictor-dir", "{d}/missing"], "invalid"),
     (["simulate", "--trace", "{d}/t.csv", "--max-jobs", "1"], "valid"),
@@ -854,14 +856,14 @@ class Pool:
                 dead = not proc.is_alive()  # type: ignore[attr-defined]
                 late = time.monotonic() - float(slot["since"]) > self.timeout  # type: ignore[arg-type]
                 if dead or late:
-                    case = slot["case"]
+                    case: Case = slot["case"]  # type: ignore[assignment]
                     proc.kill()  # type: ignore[attr-defined]
                     proc.join()  # type: ignore[attr-defined]
-                    on_result({"surface": case.surface, "label": case.label, "note": case.note[:200],  # type: ignore[union-attr]
-                               "class": "hang", "rc": None, "wrote_on_failure": False,
-                               "message": "timeout" if late else f"worker died (exit {proc.exitcode})",  # type: ignore[attr-defined]
+                    why = "timeout" if late else f"worker died (exit {proc.exitcode})"  # type: ignore[attr-defined]
+                    on_result({"surface": case.surface, "label": case.label, "note": case.note[:200],
+                               "class": "hang", "rc": None, "wrote_on_failure": False, "message": why,
                                "wall_s": round(time.monotonic() - float(slot["since"]), 3),  # type: ignore[arg-type]
-                               "argv": case.argv[:12]})  # type: ignore[union-attr]
+                               "argv": case.argv[:12]})
                     self.slots[i] = self._spawn()
 
     def close(self) -> None:

@@ -161,7 +161,8 @@ def test_openb_node_with_a_billion_gpus_is_rejected_not_allocated(tmp_path: Path
 def test_openb_consistency(tmp_path: Path, nodes: str, pods: str, expected: str) -> None:
     (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\n" + nodes)
     (tmp_path / "p.csv").write_text("name,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time\n" + pods)
-    rc, _, err = run([*SIM, "--format", "openb", "--trace", str(tmp_path / "p.csv"), "--cluster", str(tmp_path / "n.csv")])
+    rc, _, err = run([*SIM, "--format", "openb", "--trace", str(tmp_path / "p.csv"),
+                      "--cluster", str(tmp_path / "n.csv")])
     assert_clear(rc, err, expected)
 
 

@@ -211,7 +211,6 @@ def _reject_constant(source: str) -> Any:
 def check_depth(data: object, source: str, max_depth: int = MAX_DEPTH) -> None:
     """Fail when containers nest deeper than ``max_depth`` (iterative: no recursion limit involved)."""
     stack: list[tuple[object, int]] = [(data, 1)]
-    seen = 0
     while stack:
         item, depth = stack.pop()
         children: Iterable[object]
@@ -223,7 +222,6 @@ def check_depth(data: object, source: str, max_depth: int = MAX_DEPTH) -> None:
             continue
         if depth > max_depth:
             raise HorusInputError(source, f"nested {depth} levels deep; expected at most {max_depth}")
-        seen += 1
         stack.extend((child, depth + 1) for child in children)
 
 

@@ -110,9 +110,11 @@ def _read_csv(text: str, source: str) -> Any:
         for record in reader:
             if record and not record[0].lstrip().startswith("#") and any(c.strip() for c in record) \
                     and len(record) != len(header):
-                raise HorusInputError(source, f"line {reader.line_num}: expected {len(header)} fields, got {len(record)}")
+                raise HorusInputError(source, f"line {reader.line_num}: expected {len(header)} fields, "
+                                              f"got {len(record)}")
     except csv.Error as exc:
-        what = f"a cell longer than {MAX_CELL_CHARS:,} characters" if "field larger" in str(exc) else f"not valid CSV ({exc})"
+        too_long = "field larger" in str(exc)
+        what = f"a cell longer than {MAX_CELL_CHARS:,} characters" if too_long else f"not valid CSV ({exc})"
         raise HorusInputError(source, f"line {reader.line_num}: {what}") from None
     finally:
         csv.field_size_limit(previous)

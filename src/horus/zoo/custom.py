@@ -49,7 +49,8 @@ def load_factory(spec: str) -> Callable[[int], tuple[Any, tuple[Any, ...]]]:
         _refuse(spec, f"{attr!r} is not a Python function defined in {module_name!r}")
     params = list(inspect.signature(factory).parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    required_others = [p for p in params[1:] if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    required_others = [p for p in params[1:] if p.default is p.empty and p.kind not in variadic]
     if not positional or required_others:
         _refuse(spec, f"{attr!r} must take the batch size as its one required argument")
     return factory
