@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 GAVEL_GPUS = ("v100", "p100", "k80")
@@ -89,9 +90,6 @@ def _train(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from horus.interference import models  # noqa: F401
     from horus.interference.data import default_features
-    import sys
-    import time
-
     from horus.errors import HorusInputError
     from horus.interference.models import INTERFERENCE_MODELS
     from horus.interference.evaluation import COMPARED_MODELS, PROTOCOLS, default_factory, format_table
@@ -111,13 +109,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if features.predictor_name is None and "summed-util" in names:
         names.remove("summed-util")  # needs predicted solo utilization
     factory = default_factory(features, args.seed)
-    results = {}
-    start = time.monotonic()
-    for i, name in enumerate(protocols, 1):  # progress on stderr: --protocol all runs for minutes
-        print(f"horus: [{i}/{len(protocols)}] protocol {name} ({len(names)} models) ...", file=sys.stderr, flush=True)
-        results[name] = PROTOCOLS[name](data, names, factory, train_gpu=args.gpu, folds=args.folds, seed=args.seed)
-        print(f"horus: [{i}/{len(protocols)}] protocol {name} done, {time.monotonic() - start:.0f} s elapsed",
-              file=sys.stderr, flush=True)
+    results = {name: _run_protocol(name, i, len(protocols), data, names, factory, args)
+               for i, name in enumerate(protocols, 1)}
     if args.json:
         print(json.dumps({"data_sha256": sha, "quirks": quirks, "feature_names": list(features.names),
                           "results": results}, indent=2))
@@ -126,6 +119,30 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"quirks: {json.dumps(quirks)}")
         print(format_table(results))
     return 0
+
+
+def _run_protocol(name: str, index: int, count: int, data: dict[str, list], models: list[str], factory: object,
+                  args: argparse.Namespace) -> dict:
+    """One protocol with a progress bar on stderr (one step per model fit; --protocol all runs for minutes)."""
+    from tqdm import tqdm
+
+    from horus.interference.data import job_types_of
+    from horus.interference.evaluation import PROTOCOLS
+
+    splits = {"random": args.folds, "cold-start": len(job_types_of(data[args.gpu])), "cross-gpu": len(data) - 1}
+    total = splits.get(name, 0) * len(models)
+    bar = tqdm(total=total, unit="fit", desc=f"[{index}/{count}] {name}", file=sys.stderr, disable=None)
+    if bar.disable:  # not a terminal: one line per protocol instead of a bar
+        print(f"horus: [{index}/{count}] protocol {name}: up to {total} model fits", file=sys.stderr, flush=True)
+
+    def counted(model_name: str) -> object:
+        bar.update(1)
+        return factory(model_name)  # type: ignore[operator]
+
+    try:
+        return PROTOCOLS[name](data, models, counted, train_gpu=args.gpu, folds=args.folds, seed=args.seed)
+    finally:
+        bar.close()
 
 
 def _predict(args: argparse.Namespace) -> int:
