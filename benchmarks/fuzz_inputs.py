@@ -301,7 +301,7 @@ YAML_VALUES: dict[str, tuple[list[str], list[str]]] = {
 
 
 def _cluster_case(rng: random.Random) -> Case:
-    argv = [*SIM, "--cluster", "{d}/c.yaml"]
+    argv = [*SIM, "--cluster", "{d}/c.yaml", "--trace", "{d}/t.csv"]
     roll = rng.random()
     if roll < 0.35:
         choice = rng.choice(["deep", "dup_key", "dup_node_key", "unknown_key", "non_utf8", "bom", "tabs", "empty",
@@ -340,10 +340,11 @@ def _cluster_case(rng: random.Random) -> Case:
             data = CLUSTER_YAML.encode("utf-16")
         else:
             data = text.replace(b"name: a", b"name: a\x00")
-        return Case("cluster-yaml", argv, {"c.yaml": data}, label, choice)
+        return Case("cluster-yaml", argv, {"c.yaml": data, "t.csv": SMALL_TRACE}, label, choice)
     if roll < 0.45:
         data, label, note = _text_damage(rng, CLUSTER_YAML.encode(), "yaml")
-        return Case("cluster-yaml", argv, {"c.yaml": data}, "any" if label != "valid" else "valid", note)
+        return Case("cluster-yaml", argv, {"c.yaml": data, "t.csv": SMALL_TRACE}, "any" if label != "valid" else "valid",
+                    note)
     key = rng.choice(list(YAML_VALUES))
     good, bad = YAML_VALUES[key]
     invalid = rng.random() < INVALID_SHARE
@@ -357,7 +358,8 @@ def _cluster_case(rng: random.Random) -> Case:
         text = text.replace(f"{key}: {'20000' if key == 'memory_mib' else '1.5'}", f"{key}: {value}")
     else:
         text = text.replace("inter_node_gbps: 12.5", f"inter_node_gbps: {value}")
-    return Case("cluster-yaml", argv, {"c.yaml": text.encode()}, "invalid" if invalid else "valid", f"{key}={value}")
+    return Case("cluster-yaml", argv, {"c.yaml": text.encode(), "t.csv": SMALL_TRACE}, "invalid" if invalid else "valid",
+                f"{key}={value}")
 
 
 # Gavel: synthetic throughputs (made up here, not the measured file)
@@ -892,9 +894,15 @@ def main(argv: list[str] | None = None) -> int:
 
     results: list[dict[str, object]] = []
     start = time.time()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    live = args.out.with_suffix(".findings.jsonl").open("w")  # findings as they happen (long runs)
 
     def on_result(result: dict[str, object]) -> None:
         results.append(result)
+        if result["class"] in ("traceback", "hang", "silently_accepted", "false_rejection") \
+                or result["wrote_on_failure"]:
+            live.write(json.dumps(result, default=str) + "\n")
+            live.flush()
         if len(results) % 500 == 0:
             print(f"{len(results)} cases, {time.time() - start:.0f} s: "
                   f"{dict(Counter(r['class'] for r in results))}", file=sys.stderr, flush=True)
@@ -906,6 +914,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             pool.close()
 
+    live.close()
     totals = Counter(r["class"] for r in results)
     per_surface: dict[str, Counter] = {}
     for r in results:
