@@ -179,9 +179,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     from horus.clusterspec import load_cluster
     from horus.errors import HorusInputError
     from horus.plugins import load_all
-    from horus.policies.base import POLICIES
-    from horus.sim.engine import SimConfig
-    from horus.sim.runner import run_comparison
     from horus.traces import load_openb_cluster, load_trace, materialize
     from horus.traces.sampler import SAMPLERS
     from horus.validation import OutputDir
@@ -201,6 +198,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     load_all("horus.traces")
     if args.sampler not in SAMPLERS:
         raise HorusInputError("--sampler", f"unknown sampler {args.sampler!r}; known: {', '.join(SAMPLERS.names())}")
+    from horus.policies.base import POLICIES  # heavier imports only once the inputs passed
+
     load_all("horus.policies")
     names = args.policies or POLICIES.names()
     for name in names:
@@ -209,6 +208,9 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.interference_model is not None and not (args.interference_model / "model.json").is_file():
         raise HorusInputError(str(args.interference_model), "not a trained interference model (no model.json); "
                               "create one with: horus interference train")
+
+    from horus.sim.engine import SimConfig
+    from horus.sim.runner import run_comparison  # matplotlib: seconds to import
 
     truth = build_truth(args.truth, args.gavel, cluster)
     predictor = build_predictor(args.predictor, args.predictor_dir)
