@@ -808,6 +808,9 @@ def _worker(conn: object, root: str, memory_gib: float) -> None:
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
     import horus.cli  # noqa: F401  (import once per worker)
 
+    with contextlib.suppress(ImportError):  # warm worker: torch's import (seconds) is not charged to one case
+        import torch  # noqa: F401
+
     while True:
         case = conn.recv()  # type: ignore[attr-defined]
         if case is None:
@@ -885,7 +888,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per case before it counts as a hang")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
     parser.add_argument("--memory-gib", type=float, default=6.0, help="address-space limit per worker (0: none)")
     parser.add_argument("--only", help="only surfaces starting with this name")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/fuzz_inputs.json"))

@@ -34,6 +34,9 @@ def features_for(model: str, batch: int, input_size: int | None) -> dict[str, An
 
         return extract_onnx_features(model, batch_size=batch, input_size=input_size)
     if ":" in model:
+        from horus.zoo.custom import load_factory
+
+        load_factory(model)  # the trust check comes before torch is even imported
         from horus.graph.extract import extract_features
         from horus.zoo.custom import load_model
 
