@@ -30,7 +30,7 @@ def test_default_cluster() -> None:
 
 
 def test_bad_gpus_fixture_names_file_and_field() -> None:
-    expected = r"bad_cluster_gpus.yaml: nodes\[1\].gpus: expected a positive integer, got -2"
+    expected = r"bad_cluster_gpus.yaml: nodes\[1\].gpus: expected an integer in \[1, 256\] GPUs, got -2"
     with pytest.raises(HorusInputError, match=expected):
         load_cluster(FIXTURES / "bad_cluster_gpus.yaml")
 
@@ -41,9 +41,9 @@ NODE = {"name": "a", "gpu_type": "V100", "gpus": 8}
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        ({"nodes": [{**NODE, "gpus": 0}]}, "nodes[0].gpus: expected a positive integer, got 0"),
-        ({"nodes": [{**NODE, "gpus": True}]}, "nodes[0].gpus: expected a positive integer, got True"),
-        ({"nodes": [{**NODE, "count": "4"}]}, "nodes[0].count: expected a positive integer, got '4'"),
+        ({"nodes": [{**NODE, "gpus": 0}]}, "nodes[0].gpus: expected an integer in [1, 256] GPUs, got 0"),
+        ({"nodes": [{**NODE, "gpus": True}]}, "nodes[0].gpus: expected an integer in [1, 256] GPUs, got True"),
+        ({"nodes": [{**NODE, "count": "4"}]}, "nodes[0].count: expected an integer in [1, 100,000] nodes, got '4'"),
         ({"nodes": [{**NODE, "gpu_type": "V1OO"}]}, "nodes[0].gpu_type: unknown GPU type 'V1OO'"),
         ({"nodes": [{**NODE, "intra_link": "infiniband"}]}, "nodes[0].intra_link: expected one of nvlink"),
         ({"nodes": [{**NODE, "gpu": 8}]}, "nodes[0].gpu: unknown key"),
@@ -51,9 +51,10 @@ NODE = {"name": "a", "gpu_type": "V100", "gpus": 8}
         ({"nodes": [NODE, NODE]}, "nodes[1].name: duplicate node name 'a'"),
         ({"nodes": []}, "nodes: expected a non-empty list"),
         ({"node": [NODE]}, "node: unknown key"),
-        ({"nodes": [NODE], "inter_node_gbps": -1}, "inter_node_gbps: expected a positive number, got -1"),
+        ({"nodes": [NODE], "inter_node_gbps": -1},
+         "inter_node_gbps: expected a number in [0.001, 100,000] GB/s, got -1"),
         ({"nodes": [NODE], "gpu_types": {"X": {"memory_mib": 0}}},
-         "gpu_types.X.memory_mib: expected a positive integer"),
+         "gpu_types.X.memory_mib: expected an integer in [1, 4,194,304] MiB"),
         ({"nodes": [NODE], "gpu_types": {"X": {"memory_mib": 8, "sped": 1}}}, "gpu_types.X.sped: unknown key"),
         ({"nodes": [NODE], "gpu_types": ["X"]}, "gpu_types: expected a mapping"),
         (["nodes"], ": expected a mapping, got ['nodes']"),

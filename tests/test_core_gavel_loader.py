@@ -54,7 +54,7 @@ def test_bad_pair_value(tmp_path: Path) -> None:
 def test_not_json(tmp_path: Path) -> None:
     p = tmp_path / "thr.json"
     p.write_text("{not json")
-    with pytest.raises(HorusInputError, match="line 1: not valid JSON"):
+    with pytest.raises(HorusInputError, match="line 1, column 2: not valid JSON"):
         load_gavel(p, "v100")
 
 

@@ -39,10 +39,11 @@ def _write(tmp_path: Path, body: str, header: str = HEADER) -> Path:
         ("job_id,submit_time,num_gpus,model,duration_s\n", "a,0,1,resnet18,60\n",
          "line 1: missing column 'batch_size'"),
         (HEADER, "a,0,1,resnet18,32,60\nb,zero,1,resnet18,32,60\n",
-         "line 3, column 'submit_time': expected a number >= 0, got 'zero'"),
-        (HEADER, "a,0,1,resnet18,32,sixty\n", "line 2, column 'duration_s': expected a positive number"),
-        (HEADER, "a,0,0,resnet18,32,60\n", "line 2, column 'num_gpus': expected an integer >= 1, got '0'"),
-        (HEADER, "a,0,1.5,resnet18,32,60\n", "line 2, column 'num_gpus': expected an integer >= 1"),
+         "line 3, column 'submit_time': expected a number in [0, 10,000,000,000] s, got 'zero'"),
+        (HEADER, "a,0,1,resnet18,32,sixty\n", "line 2, column 'duration_s': expected a number in [0.001, "),
+        (HEADER, "a,0,0,resnet18,32,60\n",
+         "line 2, column 'num_gpus': expected an integer in [1, 200,000] GPUs, got '0'"),
+        (HEADER, "a,0,1.5,resnet18,32,60\n", "line 2, column 'num_gpus': expected an integer in [1, 200,000] GPUs"),
         (HEADER, "a,0,1,resnet18,,60\n", "line 2, column 'batch_size': expected model and batch_size both set"),
         (HEADER, "a,0,1,resnet18,32,60\na,1,1,resnet18,32,60\n", "line 3, column 'job_id': expected unique job ids"),
         (HEADER, "a,0,1,resnet18,32\n", "line 2: expected 6 fields"),
@@ -57,7 +58,7 @@ def _write(tmp_path: Path, body: str, header: str = HEADER) -> Path:
         ("job_id,submit_time,num_gpus,model,batch_size,duration_s,gpu_fraction\n", "a,0,2,resnet18,32,60,0.5\n",
          "line 2, column 'gpu_fraction': expected a fractional share only for num_gpus == 1"),
         ("job_id,submit_time,num_gpus,model,batch_size,duration_s,gpu_fraction\n", "a,0,1,resnet18,32,60,1.5\n",
-         "line 2, column 'gpu_fraction': expected a fraction in (0, 1]"),
+         "line 2, column 'gpu_fraction': expected a number in [0.001, 1] of a GPU"),
         (HEADER, "", "line 1: header only, no jobs"),
         ("", "", "empty file"),
     ],
@@ -75,7 +76,7 @@ def test_malformed_input_names_file_and_line(tmp_path: Path, header: str, body: 
 
 def test_negative_duration_fixture() -> None:
     with pytest.raises(HorusInputError, match=r"bad_horus_negative_duration.csv: line 3, column 'duration_s': "
-                                              r"expected a positive number, got '-10'"):
+                                              r"expected a number in \[0.001, .*, got '-10'"):
         load_trace(FIXTURES / "bad_horus_negative_duration.csv", "horus")
 
 

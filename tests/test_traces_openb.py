@@ -29,12 +29,13 @@ def test_pods_fractions_skips_and_gpu_spec() -> None:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("p,1,1500,,0,10,0\n", "line 2, column 'gpu_milli': expected 1..1000 for a GPU pod, got '1500'"),
+        ("p,1,1500,,0,10,0\n", "line 2, column 'gpu_milli': expected an integer in [0, 1,000], got '1500'"),
         ("p,2,500,,0,10,0\n", "line 2, column 'gpu_milli': expected 1000 when num_gpu > 1, got '500'"),
         ("p,1,1000,,0,10,20\n", "line 2, column 'deletion_time': expected a time >= scheduled_time"),
         ("p,1,1000,H800,0,10,0\n", "line 2, column 'gpu_spec': expected GPU models from"),
-        ("p,-1,1000,,0,10,0\n", "line 2, column 'num_gpu': expected an integer >= 0, got '-1'"),
-        ("p,1,1000,,soon,10,0\n", "line 2, column 'creation_time': expected a number >= 0, got 'soon'"),
+        ("p,-1,1000,,0,10,0\n", "line 2, column 'num_gpu': expected an integer in [0, 200,000], got '-1'"),
+        ("p,1,1000,,soon,10,0\n",
+         "line 2, column 'creation_time': expected a number in [0, 10,000,000,000] s, got 'soon'"),
     ],
     ids=["milli-above-1000", "fraction-multi-gpu", "negative-duration", "unknown-gpu-spec", "negative-gpus",
          "non-numeric-time"],

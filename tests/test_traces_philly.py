@@ -30,9 +30,12 @@ def test_bad_timestamp_fixture() -> None:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("2017-10-09 07:01:55,-5,1,5,x\n", "line 2, column 'duration': expected a positive number, got '-5'"),
-        ("2017-10-09 07:01:55,5,0,5,x\n", "line 2, column 'num_gpus': expected an integer >= 1, got '0'"),
-        ("2017-10-09 07:01:55,5,two,5,x\n", "line 2, column 'num_gpus': expected an integer >= 1, got 'two'"),
+        ("2017-10-09 07:01:55,-5,1,5,x\n",
+         "line 2, column 'duration': expected a number in [0.001, 315,576,000] s, got '-5'"),
+        ("2017-10-09 07:01:55,5,0,5,x\n",
+         "line 2, column 'num_gpus': expected an integer in [1, 200,000] GPUs, got '0'"),
+        ("2017-10-09 07:01:55,5,two,5,x\n",
+         "line 2, column 'num_gpus': expected an integer in [1, 200,000] GPUs, got 'two'"),
     ],
     ids=["negative-duration", "zero-gpus", "non-numeric-gpus"],
 )

@@ -2,7 +2,8 @@
 
 Convention: a commands module defines ``register(subparsers) -> None`` adding parsers whose
 ``func(args) -> int`` does the work, importing heavy dependencies (torch...) inside ``func`` only.
-``HorusInputError`` becomes one line on stderr and exit code 2.
+``HorusInputError`` becomes one line on stderr and exit code 2 (as do argparse's usage errors); a
+closed stdout (``horus simulate | head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from collections.abc import Sequence
 
 from horus import __version__
 from horus.errors import HorusInputError
+
+DESCRIPTION = ("Horus: simulate and schedule deep-learning training jobs on GPU clusters, co-locating jobs where "
+               "their predicted interference is low. Start with 'horus simulate' (no arguments: the embedded "
+               "default workload and cluster); 'horus COMMAND --help' explains each command.")
+EPILOG = "Bad input ends with one line 'horus: error: FILE: WHERE: what was expected' and exit code 2."
 
 # Modules that contribute subcommands, in help order. Missing modules are skipped.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -33,7 +39,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="horus", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="horus", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"horus {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -55,16 +61,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
-        parser.print_help()
+        parser.print_help(sys.stderr)
+        print("horus: error: expected a COMMAND (listed above)", file=sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # inside the try: a closed pipe surfaces here, not at interpreter exit
+        return code
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("horus: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (horus ... | head): not an error of ours
+        _silence_stdout()
+        return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not raise again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests, in-process callers)
+        pass
 
 
 if __name__ == "__main__":

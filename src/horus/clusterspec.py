@@ -6,17 +6,15 @@ Every bad field raises ``HorusInputError`` naming the file and the field path, e
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
 from horus.cluster import LINK_BANDWIDTH_GBPS, Cluster, GPUType, Node
 from horus.errors import HorusInputError
 from horus.gpu_types import PRESETS
+from horus.validation import LIMITS, MAX_CONFIG_BYTES, Domain, load_yaml_text, read_text
 
 DEFAULT_INTER_NODE_GBPS = 12.5
 _TOP_KEYS = {"inter_node_gbps", "gpu_types", "nodes"}
@@ -43,21 +41,14 @@ class _Fields:
     def fail(self, field: str, message: str) -> NoReturn:
         raise HorusInputError(self.source, f"{field}: {message}")
 
-    def positive_int(self, key: str, default: int | None = None) -> int:
+    def bounded(self, key: str, domain: Domain, default: float | None = None) -> float:
+        """A number in ``domain`` (integers must be written as integers: ``8``, not ``8.0`` or ``true``)."""
         value = self.data.get(key, default)
         if value is None:
-            self.fail(self._at(key), "missing (expected a positive integer)")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            self.fail(self._at(key), f"expected a positive integer, got {_show(value)}")
-        return int(value)
-
-    def positive_number(self, key: str, default: float | None = None) -> float:
-        value = self.data.get(key, default)
-        if value is None:
-            self.fail(self._at(key), "missing (expected a positive number)")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            self.fail(self._at(key), f"expected a positive number, got {_show(value)}")
-        return float(value)
+            self.fail(self._at(key), f"missing (expected {domain.describe()})")
+        if (not domain.contains(value)) or (domain.integer and not isinstance(value, int)):
+            self.fail(self._at(key), f"expected {domain.describe()}, got {_show(value)}")
+        return value  # type: ignore[no-any-return]
 
     def name(self, key: str, default: str | None = None) -> str:
         value = self.data.get(key, default)
@@ -83,7 +74,8 @@ def _parse_gpu_types(fields: _Fields) -> dict[str, GPUType]:
         if not isinstance(name, str) or not name.strip():
             fields.fail("gpu_types", f"expected GPU type names as keys, got {_show(name)}")
         entry = _Fields(fields.source, f"gpu_types.{name}", spec, _GPU_TYPE_KEYS)
-        types[name] = GPUType(name, entry.positive_int("memory_mib"), entry.positive_number("speed", 1.0))
+        types[name] = GPUType(name, int(entry.bounded("memory_mib", LIMITS["gpu_memory_mib"])),
+                              float(entry.bounded("speed", LIMITS["gpu_speed"], 1.0)))
     return types
 
 
@@ -93,18 +85,25 @@ def _parse_nodes(fields: _Fields, types: Mapping[str, GPUType]) -> list[Node]:
         fields.fail("nodes", f"expected a non-empty list of nodes, got {_show(raw_nodes)}")
     nodes: list[Node] = []
     seen: set[str] = set()
+    total_nodes = total_gpus = 0
     for i, raw in enumerate(raw_nodes):
         entry = _Fields(fields.source, f"nodes[{i}]", raw, _NODE_KEYS)
         name = entry.name("name")
-        count = entry.positive_int("count", 1)
+        count = int(entry.bounded("count", LIMITS["nodes"], 1))
         type_name = entry.name("gpu_type")
         if type_name not in types:
             entry.fail(f"nodes[{i}].gpu_type", f"unknown GPU type {type_name!r} (known: {', '.join(types)}; "
                                                "define custom ones under gpu_types)")
-        gpus = entry.positive_int("gpus")
+        gpus = int(entry.bounded("gpus", LIMITS["gpus_per_node"]))
         link = entry.name("intra_link", "nvlink")
         if link not in LINK_BANDWIDTH_GBPS:
             entry.fail(f"nodes[{i}].intra_link", f"expected one of {', '.join(LINK_BANDWIDTH_GBPS)}, got {link!r}")
+        total_nodes += count
+        total_gpus += count * gpus
+        if total_nodes > LIMITS["nodes"].high or total_gpus > LIMITS["cluster_gpus"].high:
+            entry.fail(f"nodes[{i}].count", f"the cluster would have {total_nodes:,} nodes / {total_gpus:,} GPUs; "
+                                            f"expected at most {LIMITS['nodes'].high:,.0f} nodes and "
+                                            f"{LIMITS['cluster_gpus'].high:,.0f} GPUs")
         names = [name] if count == 1 else [f"{name}-{k}" for k in range(count)]
         for node_name in names:
             if node_name in seen:
@@ -119,30 +118,18 @@ def parse_cluster(data: object, source: str) -> Cluster:
     fields = _Fields(source, "", data, _TOP_KEYS)
     types = _parse_gpu_types(fields)
     nodes = _parse_nodes(fields, types)
-    gbps = fields.positive_number("inter_node_gbps", DEFAULT_INTER_NODE_GBPS)
+    gbps = float(fields.bounded("inter_node_gbps", LIMITS["link_gbps"], DEFAULT_INTER_NODE_GBPS))
     return Cluster(nodes, gbps)
 
 
 def load_cluster(path: str | Path) -> Cluster:
     """Read and validate a cluster spec YAML file."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise HorusInputError(source, "file not found (expected a cluster spec YAML file)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HorusInputError(source, f"cannot read cluster spec ({exc})") from None
-    return _parse_text(text, source)
+    text, _ = read_text(path, "a cluster spec YAML file", MAX_CONFIG_BYTES)
+    return _parse_text(text, str(path))
 
 
 def _parse_text(text: str, source: str) -> Cluster:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise HorusInputError(source, f"{where}not valid YAML ({problem})") from None
+    data = load_yaml_text(text, source)
     if data is None:
         raise HorusInputError(source, "empty file (expected a mapping with 'nodes')")
     return parse_cluster(data, source)

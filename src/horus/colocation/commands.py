@@ -30,8 +30,14 @@ def _analyze(args: argparse.Namespace) -> int:
                                            sets_from_gavel)
     from horus.profiling.store import read_table
 
+    from horus.colocation.datasets import GAVEL_PROXIES
+
     if args.data is None and args.gavel is None:
         raise HorusInputError("horus colocation analyze", "give a co-location dataset DATA and/or --gavel PATH")
+    if not 0 <= args.top <= 1000:
+        raise HorusInputError("--top", f"expected an integer in [0, 1,000], got {args.top}")
+    if args.proxy not in GAVEL_PROXIES:
+        raise HorusInputError("--proxy", f"unknown utilization proxy {args.proxy!r}; known: {', '.join(GAVEL_PROXIES)}")
     gavel = None
     if args.gavel is not None:
         from horus.sources.gavel import load_gavel

@@ -28,6 +28,11 @@ def load_coloc(path: str | Path) -> Any:
     unknown = [c for c in frame.columns if c not in COLOC_COLUMNS]
     if unknown:
         raise HorusInputError(str(path), f"unknown column(s) {', '.join(unknown)}; expected COLOC_COLUMNS")
+    bad = (frame["member"] >= frame["set_size"]).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise HorusInputError(str(path), f"line {row + 2}, column 'member': expected an index below set_size "
+                                         f"({frame['set_size'].iloc[row]:.0f}), got {frame['member'].iloc[row]:.0f}")
     return frame
 
 

@@ -23,13 +23,20 @@ def features_for(model: str, batch: int, input_size: int | None) -> dict[str, An
     """Feature vector of ``model`` (zoo name, ``module:factory`` or ``.onnx`` path) at ``batch``."""
     from horus.errors import HorusInputError
 
-    if batch < 1:
-        raise HorusInputError("--batch", f"expected a positive integer, got {batch}")
+    from horus.validation import check_option
+
+    check_option("--batch", batch, "batch_size", allow_none=False)
+    check_option("--input-size", input_size, "input_size")
+    if not model.strip():
+        raise HorusInputError("MODEL", "expected a zoo name, package.module:factory or path/to/model.onnx, got ''")
     if model.endswith(".onnx"):
         from horus.graph.onnx_features import extract_onnx_features
 
         return extract_onnx_features(model, batch_size=batch, input_size=input_size)
     if ":" in model:
+        from horus.zoo.custom import load_factory
+
+        load_factory(model)  # the trust check comes before torch is even imported
         from horus.graph.extract import extract_features
         from horus.zoo.custom import load_model
 

@@ -65,10 +65,15 @@ def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, in
     import onnx
     from onnx import shape_inference
 
+    from horus.validation import MAX_TABLE_BYTES, read_input_bytes
+
     path = Path(path)
     source = str(path)
+    raw = read_input_bytes(path, "an ONNX model file", MAX_TABLE_BYTES)
+    if not raw:
+        raise HorusInputError(source, "empty file (expected an ONNX model)")
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path))  # from the path: large models keep weights in side files
         onnx.checker.check_model(model)
         model = shape_inference.infer_shapes(model)
     except FileNotFoundError:
@@ -85,6 +90,12 @@ def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, in
         if shape is not None:
             shapes[info.name] = shape
     graph_inputs = [i for i in graph.input if i.name not in init_shapes]
+    if not graph_inputs:
+        raise HorusInputError(source, "the graph has no inputs (only constants); expected a model that takes data")
+    if not any(_ONNX_KIND.get(node.op_type) for node in graph.node):
+        raise HorusInputError(source, f"the graph has no operator Horus counts ({len(graph.node)} nodes: "
+                                      f"{', '.join(sorted({n.op_type for n in graph.node})) or 'none'}); expected a "
+                                      "network with e.g. Conv, MatMul/Gemm or LSTM nodes")
     first_shape = shapes.get(graph_inputs[0].name) if graph_inputs else None
     if batch_size is None:
         batch_size = first_shape[0] if first_shape else 1

@@ -4,9 +4,42 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 GAVEL_GPUS = ("v100", "p100", "k80")
+MAX_FOLDS = 100
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    """Options checked before the Gavel file is read (docs/inputs.md)."""
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.predict.base import PREDICTORS
+    from horus.validation import check_option
+
+    check_option("--seed", args.seed, "seed")
+    if args.solo_predictor:
+        load_all("horus.predict")
+        if args.solo_predictor not in PREDICTORS:
+            raise HorusInputError("--solo-predictor", f"unknown predictor {args.solo_predictor!r}; known: "
+                                                      f"{', '.join(PREDICTORS.names())} ('' for graph features only)")
+
+
+def _check_folds(folds: int, obs: list, *, skip_below: int | None = None) -> None:
+    """``folds`` between 2 and min(MAX_FOLDS, number of co-located sets); below ``skip_below`` means no check."""
+    from horus.errors import HorusInputError
+    from horus.interference.data import experiment_key
+
+    observations = len({experiment_key(o) for o in obs})
+
+    if skip_below is not None and 0 <= folds < skip_below:
+        return
+    high = min(MAX_FOLDS, observations)
+    if not 2 <= folds <= high:
+        raise HorusInputError("--folds", f"expected an integer in [2, {high}] (at most {MAX_FOLDS} and at most the "
+                                         f"{observations} measured co-located sets), got {folds}"
+                              + ("; 0 or 1 skip the check" if skip_below else ""))
 
 
 def _load(path: str, gpus: tuple[str, ...], drop_both_at_solo: bool) -> tuple[dict[str, list], str, dict]:
@@ -29,9 +62,14 @@ def _train(args: argparse.Namespace) -> int:
     from horus.interference.evaluation import default_factory, evaluate_splits, random_splits
     from horus.interference.persistence import save_model
 
+    from horus.validation import OutputDir
+
+    _check_common(args)
+    OutputDir(args.out, "--out")  # checked before the data is read
     data, sha, quirks = _load(args.gavel, (args.gpu,), args.drop_both_at_solo)
     features = default_features(args.solo_predictor)
     obs = data[args.gpu]
+    _check_folds(args.folds, obs, skip_below=2)
     cv = (evaluate_splits(random_splits(obs, folds=args.folds, seed=args.seed), [args.model],
                           default_factory(features, args.seed))[args.model] if args.folds > 1 else {})
     model = INTERFERENCE_MODELS.create(args.model, features=features, seed=args.seed).fit(obs)
@@ -40,9 +78,10 @@ def _train(args: argparse.Namespace) -> int:
 
     from horus.interference.evaluation import metrics
     fit = metrics(np.array([o.value for o in obs]), train_pred)
-    path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, f"random_{args.folds}fold": cv},
-                      extra={"data": {"source": str(args.gavel), "gpu": args.gpu, "observations": len(obs),
-                                      "quirks": quirks[args.gpu]}})
+    with OutputDir(args.out, "--out"):
+        path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, f"random_{args.folds}fold": cv},
+                          extra={"data": {"source": str(args.gavel), "gpu": args.gpu, "observations": len(obs),
+                                          "quirks": quirks[args.gpu]}})
     held = f", {args.folds}-fold held-out MAE {cv['mae']:.3f} (Spearman {cv['spearman']:.3f})" if cv else ""
     print(f"{args.model}: train MAE {fit['mae']:.3f}{held}; wrote {path}")
     return 0
@@ -51,18 +90,27 @@ def _train(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from horus.interference import models  # noqa: F401
     from horus.interference.data import default_features
+    from horus.errors import HorusInputError
+    from horus.interference.models import INTERFERENCE_MODELS
     from horus.interference.evaluation import COMPARED_MODELS, PROTOCOLS, default_factory, format_table
 
+    _check_common(args)
+    names = [n.strip() for n in args.models.split(",")] if args.models else list(COMPARED_MODELS)
+    unknown = [n for n in names if n not in INTERFERENCE_MODELS]
+    if unknown or not names:
+        raise HorusInputError("--models", f"expected comma-separated names from {', '.join(INTERFERENCE_MODELS)}, "
+                                          f"got {args.models!r}")
+    protocols = list(PROTOCOLS) if args.protocol == "all" else [args.protocol]
     gpus = (args.gpu, *(g for g in GAVEL_GPUS if g != args.gpu))
     data, sha, quirks = _load(args.gavel, gpus, args.drop_both_at_solo)
+    if "random" in protocols:
+        _check_folds(args.folds, data[args.gpu])
     features = default_features(args.solo_predictor)
-    names = args.models.split(",") if args.models else list(COMPARED_MODELS)
     if features.predictor_name is None and "summed-util" in names:
         names.remove("summed-util")  # needs predicted solo utilization
-    protocols = list(PROTOCOLS) if args.protocol == "all" else [args.protocol]
     factory = default_factory(features, args.seed)
-    results = {p: PROTOCOLS[p](data, names, factory, train_gpu=args.gpu, folds=args.folds, seed=args.seed)
-               for p in protocols}
+    results = {name: _run_protocol(name, i, len(protocols), data, names, factory, args)
+               for i, name in enumerate(protocols, 1)}
     if args.json:
         print(json.dumps({"data_sha256": sha, "quirks": quirks, "feature_names": list(features.names),
                           "results": results}, indent=2))
@@ -71,6 +119,30 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"quirks: {json.dumps(quirks)}")
         print(format_table(results))
     return 0
+
+
+def _run_protocol(name: str, index: int, count: int, data: dict[str, list], models: list[str], factory: object,
+                  args: argparse.Namespace) -> dict:
+    """One protocol with a progress bar on stderr (one step per model fit; --protocol all runs for minutes)."""
+    from tqdm import tqdm
+
+    from horus.interference.data import job_types_of
+    from horus.interference.evaluation import PROTOCOLS
+
+    splits = {"random": args.folds, "cold-start": len(job_types_of(data[args.gpu])), "cross-gpu": len(data) - 1}
+    total = splits.get(name, 0) * len(models)
+    bar = tqdm(total=total, unit="fit", desc=f"[{index}/{count}] {name}", file=sys.stderr, disable=None)
+    if bar.disable:  # not a terminal: one line per protocol instead of a bar
+        print(f"horus: [{index}/{count}] protocol {name}: up to {total} model fits", file=sys.stderr, flush=True)
+
+    def counted(model_name: str) -> object:
+        bar.update(1)
+        return factory(model_name)  # type: ignore[operator]
+
+    try:
+        return PROTOCOLS[name](data, models, counted, train_gpu=args.gpu, folds=args.folds, seed=args.seed)
+    finally:
+        bar.close()
 
 
 def _predict(args: argparse.Namespace) -> int:
@@ -110,7 +182,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data_args(evaluate)
     evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "cold-start-cross-gpu", "all"))
     evaluate.add_argument("--models", default="", help="comma-separated model names (default: all compared)")
-    evaluate.add_argument("--folds", type=int, default=5)
+    evaluate.add_argument("--folds", type=int, default=5, help=f"k of the random protocol (2-{MAX_FOLDS})")
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(func=_evaluate)
 

@@ -52,13 +52,10 @@ def save_model(model: InterferenceModel, out_dir: str | Path, *, data_sha256: st
 
 
 def read_sidecar(model_dir: str | Path) -> dict[str, object]:
+    from horus.validation import load_json
+
     path = Path(model_dir) / SIDECAR_FILE
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise HorusInputError(str(path), f"cannot read model sidecar ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise HorusInputError(str(path), f"line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    data, _ = load_json(path, "an interference model sidecar (model.json)")
     if not isinstance(data, dict) or data.get("format_version") != FORMAT_VERSION:
         raise HorusInputError(str(path), f"field 'format_version': expected {FORMAT_VERSION}")
     return data

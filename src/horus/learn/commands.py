@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
@@ -147,6 +148,13 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> None:
+    from horus.validation import check_option
+
+    check_option("--seed", args.seed, "seed")
+    check_option("--folds", args.folds, "folds")
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.reference is not None:
         return run_reference_evaluate(args)
@@ -157,6 +165,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     from horus.learn.evaluation import cross_validate, format_table
     from horus.learn.training import protocols_for
 
+    _check(args)
     data = load_profiles(args.data)
     candidates = resolve_candidates(_candidate_names(args.candidates))
     rows = cross_validate(data, candidates, protocols_for(data), folds=args.folds, seed=args.seed)
@@ -176,10 +185,15 @@ def run_train(args: argparse.Namespace) -> int:
     from horus.learn.persistence import save_trained
     from horus.learn.training import train_predictors
 
+    from horus.validation import OutputDir
+
+    _check(args)
+    OutputDir(Path(args.out), "--out")  # checked before the data is read
     data = load_profiles(args.data)
     trained = train_predictors(data, seed=args.seed, folds=args.folds,
                                candidate_names=_candidate_names(args.candidates))
-    sidecar = save_trained(trained, args.out)
+    with OutputDir(Path(args.out), "--out"):
+        sidecar = save_trained(trained, args.out)
     if args.json:
         print(json.dumps({"out": str(args.out), "choices": trained.choices}, indent=2))
     else:
@@ -205,8 +219,9 @@ def run_predict(args: argparse.Namespace) -> int:
     from horus.jobs import JobSpec
     from horus.learn.gpus import resolve_gpu
 
-    if args.batch < 1:
-        raise HorusInputError("--batch", f"expected a positive integer, got {args.batch}")
+    from horus.validation import check_option
+
+    check_option("--batch", args.batch, "batch_size", allow_none=False)
     model_info(args.model)  # unknown model -> HorusInputError
     try:
         gpu = resolve_gpu(args.gpu, source="--gpu")

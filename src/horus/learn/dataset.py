@@ -55,7 +55,11 @@ def read_table(path: Path) -> pd.DataFrame:
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
         if suffix == ".csv":
-            return pd.read_csv(path, keep_default_na=True)
+            from horus.profiling.store import read_table as read_checked  # size, encoding, domains
+
+            return read_checked(path)
+    except HorusInputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any parser failure is bad input
         raise HorusInputError(source, f"cannot read table ({type(exc).__name__}: {exc})".replace("\n", " ")) from None
     raise HorusInputError(source, f"unsupported file type {suffix!r}; expected .parquet, .pq or .csv")

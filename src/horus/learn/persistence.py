@@ -86,10 +86,9 @@ def load_trained(model_dir: str | Path) -> LoadedPredictors:
     source = str(path)
     if not path.is_file():
         raise HorusInputError(source, "no predictor sidecar here (train one with `horus predictor train DATA --out DIR`)")
-    try:
-        sidecar = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise HorusInputError(source, f"not valid JSON ({exc})") from None
+    from horus.validation import load_json
+
+    sidecar, _ = load_json(path, "a predictor sidecar JSON")
     if not isinstance(sidecar, dict) or sidecar.get("format_version") != FORMAT_VERSION:
         raise HorusInputError(source, f"field 'format_version': expected {FORMAT_VERSION}")
     schema = sidecar.get("feature_schema")
@@ -101,6 +100,8 @@ def load_trained(model_dir: str | Path) -> LoadedPredictors:
         raise HorusInputError(source, f"field 'targets': expected entries for {', '.join(TARGET_SPECS)}")
     models: dict[str, BaseEstimator] = {}
     for target, entry in targets.items():
+        if not isinstance(entry, dict):
+            raise HorusInputError(source, f"field 'targets.{target}': expected a mapping with 'file'")
         file = root / str(entry.get("file", ""))
         if not file.is_file():
             raise HorusInputError(str(file), f"model file for target {target!r} is missing")

@@ -73,15 +73,20 @@ def _check_precision(value: str, where: str) -> str:
     return value
 
 
+_UPPER = {"batch": 2**20, "input_size": 65_536, "repeats": 1000}  # docs/inputs.md
+
+
 def _positive_int(value: Any, where: str, name: str) -> int:
+    high = _UPPER.get(name, 2**31)
+    expected = f"{name}: expected an integer in [1, {high:,}], got {str(value)[:40]!r}"
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise HorusInputError(where, f"{name}: expected a positive integer, got {value!r}")
+        raise HorusInputError(where, expected)
     try:
-        number = int(value)
+        number = int(value) if not isinstance(value, str) or len(value) < 20 else 0
     except ValueError:
-        raise HorusInputError(where, f"{name}: expected a positive integer, got {value!r}") from None
-    if number <= 0:
-        raise HorusInputError(where, f"{name}: expected a positive integer, got {value!r}")
+        raise HorusInputError(where, expected) from None
+    if not 1 <= number <= high:
+        raise HorusInputError(where, expected)
     return number
 
 
@@ -127,6 +132,9 @@ def parse_campaign(data: Any, source: str) -> Campaign:
     if not isinstance(data, dict) or not set(data) <= {"solo", "colocate"}:
         raise HorusInputError(source, "expected a list of solo configs or a mapping with 'solo' and/or 'colocate'")
     campaign = Campaign()
+    for key in ("solo", "colocate"):
+        if not isinstance(data.get(key) or [], list):
+            raise HorusInputError(source, f"{key}: expected a list of entries, got {str(data[key])[:40]!r}")
     for i, raw in enumerate(data.get("solo") or []):
         campaign.solo.append(_solo_entry(raw, f"{source} solo[{i}]"))
     for i, raw in enumerate(data.get("colocate") or []):
@@ -137,22 +145,10 @@ def parse_campaign(data: Any, source: str) -> Campaign:
 def load_campaign(path: str | Path) -> Campaign:
     """Read a YAML (``.yaml``/``.yml``) or JSON campaign file."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise HorusInputError(str(path), f"cannot read campaign ({exc.strerror})") from None
+    from horus.validation import load_json, load_yaml
+
     if path.suffix in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise HorusInputError(str(path), "YAML campaigns need pyyaml; use a .json campaign") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise HorusInputError(str(path), f"not valid YAML ({exc})".replace("\n", " ")) from None
+        data, _ = load_yaml(path, "a campaign YAML file")
     else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise HorusInputError(str(path), f"line {exc.lineno}: not valid JSON ({exc.msg})") from None
+        data, _ = load_json(path, "a campaign JSON file")
     return parse_campaign(data, str(path))

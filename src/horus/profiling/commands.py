@@ -76,6 +76,9 @@ def register(subparsers: Any) -> None:
 def _settings(args: argparse.Namespace) -> Any:
     from horus.profiling.loop import LoopSettings
 
+    from horus.validation import check_option
+
+    check_option("--seed", args.seed, "seed")
     if args.device == "cpu" and not args.no_nvml:
         raise HorusInputError("--device", "cpu runs need --no-nvml too (NVML measures a GPU)")
     for name in ("window_s", "warmup_s"):
@@ -115,10 +118,24 @@ def _run(campaign: Campaign, args: argparse.Namespace, solo_rows: list[dict[str,
         "solo_configs": sum(e.repeats for e in campaign.solo),
         "colocated_sets": sum(e.repeats for e in campaign.colocate), "left": left}))
     print(f"wrote {', '.join(str(p) for p in written) or 'no rows'} and {args.out / 'manifest.json'}")
+    _fail_if_nothing_succeeded(args.out)
     if left:
         print(f"stopped by --time-budget-s with {left} configuration(s) left; rerun the same command to continue")
         return INCOMPLETE_EXIT
     return 0
+
+
+def _fail_if_nothing_succeeded(out: Path) -> None:
+    """A campaign whose every row failed (timeouts, errors, OOM) is an error, not a success: exit 2."""
+    from horus.profiling.runner import COLOC_FILE, SOLO_FILE
+    from horus.profiling.store import read_jsonl
+
+    rows = [*read_jsonl(out / SOLO_FILE), *read_jsonl(out / COLOC_FILE)]
+    if rows and not any(row.get("status") == "ok" for row in rows):
+        first = rows[0]
+        raise HorusInputError(str(out), f"no configuration succeeded ({len(rows)} row(s), first: "
+                                        f"{first.get('status')}: {str(first.get('error') or '')[:160]}); "
+                                        "the rows are kept for inspection")
 
 
 def _profile(args: argparse.Namespace) -> int:
@@ -128,6 +145,8 @@ def _profile(args: argparse.Namespace) -> int:
         raise HorusInputError("horus profile", "give either --campaign FILE or --model NAME --batch N")
     if args.campaign is not None:
         campaign = load_campaign(args.campaign)
+        if not campaign.solo and not campaign.colocate:
+            raise HorusInputError(str(args.campaign), "no solo or colocate entries; expected at least one")
     else:
         if not args.batch or any(b <= 0 for b in args.batch):
             raise HorusInputError("--batch", "expected one or more positive batch sizes with --model")
@@ -165,6 +184,18 @@ def _plan_pairs(args: argparse.Namespace) -> int:
     from horus.colocation.plan import plan_sets
     from horus.profiling.store import read_table
 
+    from horus.validation import Domain, check_option, check_output_path
+
+    check_option("--seed", args.seed, "seed")
+    for name in ("pairs", "triples"):
+        if not 0 <= getattr(args, name) <= 100_000:
+            raise HorusInputError(f"--{name}", f"expected an integer in [0, 100,000], got {getattr(args, name)}")
+    if not 1 <= args.repeats <= 1000:
+        raise HorusInputError("--repeats", f"expected an integer in [1, 1,000], got {args.repeats}")
+    capacity_domain = Domain(1, 2**22, False, "MiB")
+    if args.capacity_mib is not None and not capacity_domain.contains(args.capacity_mib):
+        raise HorusInputError("--capacity-mib", f"expected {capacity_domain.describe()}, got {args.capacity_mib}")
+    check_output_path(args.out, "--out", directory=False)
     solo = read_table(args.solo, ["model", "batch_size", "precision", "status", "gpu_util_mean",
                                   "torch_max_reserved_mib"])
     capacity = args.capacity_mib

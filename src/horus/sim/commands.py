@@ -27,6 +27,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("p95_slowdown", "p95 slow", "{:.3f}"),
     ("oom_failures", "OOMs", "{:.0f}"),
     ("jobs_failed", "failed", "{:.0f}"),
+    ("jobs_rejected", "rejected", "{:.0f}"),
 )
 INTERFERENCE_POLICIES: tuple[str, ...] = ("geng", "horus-iasp")  # policies taking model_dir=
 _HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
@@ -42,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "runs the embedded default workload on the embedded 64-GPU cluster under every registered policy.",
     )
     p.add_argument("--trace", type=Path, help="trace file (default: the embedded default workload)")
-    p.add_argument("--format", dest="fmt", default="horus", help="trace format: horus, philly or openb (default horus)")
+    p.add_argument("--format", dest="fmt", help="format of --trace: horus, philly or openb (default horus)")
     p.add_argument("--cluster", type=Path,
                    help="cluster spec YAML, or for --format openb the openb node CSV (default: embedded 8x8 V100)")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
@@ -129,18 +130,78 @@ def format_table(summary: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Options that contradict each other or are out of range: rejected before any file is read."""
+    from horus.errors import HorusInputError
+    from horus.validation import check_option, check_output_path
+
+    check_option("--seed", args.seed, "seed")
+    if args.max_jobs is not None and args.max_jobs < 1:
+        raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
+    if args.fmt is not None and args.trace is None:
+        raise HorusInputError("--format", "applies to --trace FILE, which was not given (the embedded workload is "
+                                          "in horus format)")
+    if args.gavel is not None and args.truth != "gavel":
+        raise HorusInputError("--gavel", f"is read only with --truth gavel (got --truth {args.truth})")
+    if args.predictor_dir is not None and args.predictor != "learned":
+        raise HorusInputError("--predictor-dir", f"is read only with --predictor learned (got --predictor "
+                                                 f"{args.predictor})")
+    if args.predictor == "learned" and args.predictor_dir is None:
+        raise HorusInputError("--predictor learned", "needs --predictor-dir DIR (made by horus predictor train)")
+    if args.interference_model is not None and args.policies \
+            and not any(name in INTERFERENCE_POLICIES for name in args.policies):
+        raise HorusInputError("--interference-model", f"is used only by {', '.join(INTERFERENCE_POLICIES)}; "
+                                                      "none of them is among --policy")
+    if not (math.isfinite(args.interference_scale) and 0 <= args.interference_scale <= 100):
+        raise HorusInputError("--interference-scale", f"expected a number in [0, 100], got {args.interference_scale}")
+    if args.out is not None:
+        check_output_path(args.out, "--out")
+
+
+def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str]:
+    """(jobs that can never run on ``cluster``, description of the first); unknown GPU type names are errors.
+
+    A job asking for more GPUs than the cluster has of the types it accepts is rejected by the engine and
+    counted (``jobs_rejected``); the command says so on stderr. All jobs rejected is an error."""
+    from horus.errors import HorusInputError
+    from horus.gpu_types import PRESETS, accepted_gpu_types
+
+    types = {t.name for t in cluster.gpu_types()} | set(PRESETS)
+    per_type: dict[str, int] = {}
+    for node in cluster.nodes:
+        per_type[node.gpu_type.name] = per_type.get(node.gpu_type.name, 0) + node.num_gpus
+    eligible_cache: dict[str | None, int] = {}
+    rejected, first = 0, ""
+    for job in jobs:
+        request = job.gpu_type_request
+        if request not in eligible_cache:
+            accepted = accepted_gpu_types(request)
+            unknown = sorted(accepted - types) if accepted is not None else []
+            if unknown:
+                raise HorusInputError(source, f"job {job.job_id!r}: unknown GPU type {unknown[0]!r} "
+                                              f"(known: {', '.join(sorted(types))})")
+            eligible_cache[request] = sum(n for t, n in per_type.items() if accepted is None or t in accepted)
+        if job.num_gpus > eligible_cache[request]:
+            rejected += 1
+            if not first:
+                first = (f"job {job.job_id!r} asks for {job.num_gpus} GPUs"
+                         + (f" of {request}" if request else "") + f", the cluster has {eligible_cache[request]}")
+    if jobs and rejected == len(jobs):
+        raise HorusInputError(source, f"every job is larger than the cluster can hold (first: {first})")
+    return rejected, first
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     from horus.clusterspec import load_cluster
     from horus.errors import HorusInputError
     from horus.plugins import load_all
-    from horus.policies.base import POLICIES
-    from horus.sim.engine import SimConfig
-    from horus.sim.runner import run_comparison
     from horus.traces import load_openb_cluster, load_trace, materialize
     from horus.traces.sampler import SAMPLERS
+    from horus.validation import OutputDir
 
+    _check_options(args)
     trace_path = args.trace or _embedded("default_trace.csv")
-    fmt = args.fmt if args.trace else "horus"
+    fmt = args.fmt or "horus"
     if args.cluster is None:
         if fmt == "openb":
             raise HorusInputError("--cluster", "--format openb needs --cluster with the openb node CSV or a cluster YAML")
@@ -149,31 +210,39 @@ def run_simulate(args: argparse.Namespace) -> int:
         cluster = load_openb_cluster(args.cluster)
     else:
         cluster = load_cluster(args.cluster)
-    if args.max_jobs is not None and args.max_jobs < 1:
-        raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
+    trace = load_trace(trace_path, fmt)  # inputs first: they are cheap to check, truth and policies are not
+    load_all("horus.traces")
+    if args.sampler not in SAMPLERS:
+        raise HorusInputError("--sampler", f"unknown sampler {args.sampler!r}; known: {', '.join(SAMPLERS.names())}")
+    from horus.policies.base import POLICIES  # heavier imports only once the inputs passed
 
     load_all("horus.policies")
     names = args.policies or POLICIES.names()
     for name in names:
         if name not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
+    if args.interference_model is not None and not (args.interference_model / "model.json").is_file():
+        raise HorusInputError(str(args.interference_model), "not a trained interference model (no model.json); "
+                              "create one with: horus interference train")
 
-    if not (math.isfinite(args.interference_scale) and 0 <= args.interference_scale <= 100):
-        raise HorusInputError("--interference-scale", f"expected a number in [0, 100], got {args.interference_scale}")
+    from horus.sim.engine import SimConfig
+    from horus.sim.runner import run_comparison  # matplotlib: seconds to import
+
     truth = build_truth(args.truth, args.gavel, cluster)
     if args.interference_scale != 1.0:
         from horus.truth.scaled import ScaledInterference
 
         truth = ScaledInterference(truth, args.interference_scale)
     predictor = build_predictor(args.predictor, args.predictor_dir)
-    trace = load_trace(trace_path, fmt)
-    if args.sampler not in SAMPLERS:
-        raise HorusInputError("--sampler", f"unknown sampler {args.sampler!r}; known: {', '.join(SAMPLERS.names())}")
     sampler = SAMPLERS.create(args.sampler, seed=args.seed)
     reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
     jobs = materialize(trace, truth, sampler, reference, seed=args.seed)
     if args.max_jobs is not None:
         jobs = jobs[: args.max_jobs]
+    rejected, first = check_jobs_fit(jobs, cluster, str(trace_path))
+    if rejected:
+        print(f"horus: warning: {trace_path}: {rejected} of {len(jobs)} jobs ask for more GPUs than the cluster has "
+              f"of the types they accept and are rejected (counted as 'rejected'); first: {first}", file=sys.stderr)
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     outdir = args.out or Path("results") / f"{Path(trace_path).stem}-{stamp}"
@@ -183,19 +252,20 @@ def run_simulate(args: argparse.Namespace) -> int:
     extra = {
         "command": ["horus", *sys.argv[1:]],
         "trace": {"path": str(trace_path), "format": fmt, "sha256": trace.sha256, "jobs": len(jobs),
-                  "skipped": getattr(trace, "skipped", {})},
+                  "skipped": getattr(trace, "skipped", {}), "rejected_too_large": rejected},
         "cluster_spec": str(args.cluster or _embedded("default_cluster.yaml")),
         "sampler": sampler.describe(),
         "seed": args.seed,
     }
     options: dict[str, dict[str, object]] = {}
     if args.interference_model is not None:
-        if not (args.interference_model / "model.json").is_file():
-            raise HorusInputError(str(args.interference_model), "not a trained interference model (no model.json); "
-                                  "create one with: horus interference train")
         options = {name: {"model_dir": args.interference_model} for name in INTERFERENCE_POLICIES}
-    summary = run_comparison(jobs, cluster, names, truth, predictor, SimConfig(), outdir, extra,
-                             progress=not args.no_progress and not args.json, policy_options=options)
+    title = (f"{Path(trace_path).name} ({fmt}) on {Path(args.cluster).name if args.cluster else 'default cluster'} "
+             f"({cluster.num_gpus} GPUs), truth {truth.name}")
+    with OutputDir(outdir, "--out"):
+        summary = run_comparison(jobs, cluster, names, truth, predictor, SimConfig(), outdir, extra,
+                                 progress=not args.no_progress and not args.json, policy_options=options,
+                                 title=title)
     print(format_table(summary["policies"]), file=log)
     print(f"horus: results, manifest and plots written to {outdir}", file=log)
     if args.json:

@@ -25,7 +25,8 @@ def _origin(results: Mapping[str, SimResult]) -> float:
     return float(min(starts)) if starts else 0.0
 
 
-def _timeline_plot(results: Mapping[str, SimResult], column: str, ylabel: str, path: Path) -> Path:
+def _timeline_plot(results: Mapping[str, SimResult], column: str, ylabel: str, path: Path,
+                   title: str | None = None) -> Path:
     origin = _origin(results)
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, res in results.items():
@@ -33,18 +34,18 @@ def _timeline_plot(results: Mapping[str, SimResult], column: str, ylabel: str, p
         ax.step(_hours(tl["time"].to_numpy(), origin), tl[column].to_numpy(), where="post", label=name, lw=1)
     ax.set_xlabel("time since first submission (h)")
     ax.set_ylabel(ylabel)
-    return _save(fig, ax, path)
+    return _save(fig, ax, path, title)
 
 
-def plot_util_over_time(results: Mapping[str, SimResult], path: Path) -> Path:
-    return _timeline_plot(results, "gpu_util", "mean true GPU utilization", path)
+def plot_util_over_time(results: Mapping[str, SimResult], path: Path, title: str | None = None) -> Path:
+    return _timeline_plot(results, "gpu_util", "mean true GPU utilization", path, title)
 
 
-def plot_queue_length(results: Mapping[str, SimResult], path: Path) -> Path:
-    return _timeline_plot(results, "queue_len", "queued jobs", path)
+def plot_queue_length(results: Mapping[str, SimResult], path: Path, title: str | None = None) -> Path:
+    return _timeline_plot(results, "queue_len", "queued jobs", path, title)
 
 
-def plot_jct_cdf(results: Mapping[str, SimResult], path: Path) -> Path:
+def plot_jct_cdf(results: Mapping[str, SimResult], path: Path, title: str | None = None) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, res in results.items():
         jct = np.sort(res.jobs["jct"].dropna().to_numpy())
@@ -53,11 +54,13 @@ def plot_jct_cdf(results: Mapping[str, SimResult], path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (h)")
     ax.set_ylabel("fraction of completed jobs")
-    return _save(fig, ax, path)
+    return _save(fig, ax, path, title)
 
 
-def _save(fig: Figure, ax: Axes, path: Path) -> Path:
-    """Legend, grid, layout; write the PNG and free the figure."""
+def _save(fig: Figure, ax: Axes, path: Path, title: str | None = None) -> Path:
+    """Title (which trace, cluster and truth), legend, grid, layout; write the PNG and free the figure."""
+    if title:
+        ax.set_title(title, fontsize=9)
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -66,9 +69,9 @@ def _save(fig: Figure, ax: Axes, path: Path) -> Path:
     return path
 
 
-def plot_comparison(results: Mapping[str, SimResult], outdir: Path) -> list[Path]:
-    """Write util_over_time.png, jct_cdf.png and queue_length.png into ``outdir``."""
+def plot_comparison(results: Mapping[str, SimResult], outdir: Path, title: str | None = None) -> list[Path]:
+    """Write util_over_time.png, jct_cdf.png and queue_length.png into ``outdir``, each titled ``title``."""
     outdir.mkdir(parents=True, exist_ok=True)
-    return [plot_util_over_time(results, outdir / "util_over_time.png"),
-            plot_jct_cdf(results, outdir / "jct_cdf.png"),
-            plot_queue_length(results, outdir / "queue_length.png")]
+    return [plot_util_over_time(results, outdir / "util_over_time.png", title),
+            plot_jct_cdf(results, outdir / "jct_cdf.png", title),
+            plot_queue_length(results, outdir / "queue_length.png", title)]

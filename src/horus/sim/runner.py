@@ -34,14 +34,16 @@ def split_label(entry: str) -> tuple[str, str]:
 def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list[str], truth: TruthModel,
                    predictor: Predictor, config: SimConfig, outdir: str | Path,
                    manifest_extra: Mapping[str, object] | None = None, progress: bool = False,
-                   policy_options: Mapping[str, Mapping[str, object]] | None = None) -> dict[str, object]:
+                   policy_options: Mapping[str, Mapping[str, object]] | None = None,
+                   title: str | None = None) -> dict[str, object]:
     """Simulate each named policy on ``jobs``; write outputs into ``outdir``; return the summary dict.
 
     The summary is ``{"policies": {name: summary}, "num_jobs", "num_gpus"}`` (also ``summary.json``).
     ``manifest.json`` records versions, configuration, descriptions of every component, the hash of
     every file written and ``manifest_extra`` (trace path + sha256, sampler, seed...).
     ``policy_names`` entries may be ``LABEL=NAME`` (``split_label``); ``policy_options`` maps a label (or a
-    policy name) to keyword arguments of its factory.
+    policy name) to keyword arguments of its factory; ``title`` heads the plots and the report (which trace,
+    cluster and truth).
     """
     outdir = Path(outdir)
     truth_description = truth.describe()
@@ -68,7 +70,7 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         "num_gpus": cluster.num_gpus,
     }
     written.append(write_json(summary, outdir / "summary.json"))
-    written += plot_comparison(results, outdir)
+    written += plot_comparison(results, outdir, title)
     manifest = {
         "created": utc_timestamp(),
         "versions": environment(),
@@ -81,8 +83,10 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         "outputs": {str(p.relative_to(outdir)): sha256_file(p) for p in written},
     }
     write_json(manifest, outdir / "manifest.json")
-    trace = (manifest_extra or {}).get("trace", {})
-    source = Path(str(trace.get("path"))).name if isinstance(trace, Mapping) and trace.get("path") else "jobs"
-    write_report(outdir / "report.html", f"Horus simulation: {source} on {cluster.num_gpus} GPUs, truth {truth.name}",
-                 summary, manifest, [p for p in written if p.suffix == ".png"])
+    if title is None:
+        trace = (manifest_extra or {}).get("trace", {})
+        source = Path(str(trace.get("path"))).name if isinstance(trace, Mapping) and trace.get("path") else "jobs"
+        title = f"{source} on {cluster.num_gpus} GPUs, truth {truth.name}"
+    write_report(outdir / "report.html", f"Horus simulation: {title}", summary, manifest,
+                 [p for p in written if p.suffix == ".png"])
     return summary

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from horus.errors import HorusInputError
+from horus.validation import MAX_CELL_CHARS, MAX_ROWS, MAX_TABLE_BYTES, Domain, decode_text, read_input_bytes
 
 
 @dataclass
@@ -70,6 +71,17 @@ class CsvTable:
         self.check(column, bad, self.columns[column], what)
         return values
 
+    def bounded(self, column: str, domain: Domain, *, allow_empty: bool = False) -> np.ndarray:
+        """Floats within ``domain`` (NaN where empty, if allowed); fails at the first cell outside it."""
+        what = domain.describe()
+        values = self.numbers(column, what=what, allow_empty=allow_empty)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isnan(values) & ((values < domain.low) | (values > domain.high))
+            if domain.integer:
+                bad |= ~np.isnan(values) & (values != np.round(values))
+        self.check(column, bad, self.columns[column], what)
+        return values
+
     def positive_floats(self, column: str, *, allow_zero: bool = False, allow_empty: bool = False) -> np.ndarray:
         what = "a number >= 0" if allow_zero else "a positive number"
         values = self.numbers(column, what=what, allow_empty=allow_empty)
@@ -87,18 +99,9 @@ def read_csv_table(path: str | Path, fmt: str, required: Sequence[str], optional
     ``allow_extra``, unknown) column and rows with the wrong number of fields.
     """
     source = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise HorusInputError(source, f"file not found (expected a {fmt} trace CSV)") from None
-    except OSError as exc:
-        raise HorusInputError(source, f"cannot read file ({exc.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise HorusInputError(source, f"line {line}: not UTF-8 text") from None
-    records, numbers = _records(text)
+    raw = read_input_bytes(path, f"a {fmt} CSV file", MAX_TABLE_BYTES)
+    text = decode_text(raw, source)
+    records, numbers = _records(text, source)
     keep = [i for i, rec in enumerate(records)
             if rec and not rec[0].lstrip().startswith("#") and (rec[0].strip() or any(c.strip() for c in rec))]
     header: list[str] | None = None
@@ -106,6 +109,10 @@ def read_csv_table(path: str | Path, fmt: str, required: Sequence[str], optional
     if keep:
         header = [cell.strip() for cell in records[keep[0]]]
         header_line = numbers[keep[0]]
+        for i, name in enumerate(header):
+            if name in header[:i]:
+                raise HorusInputError(source, f"line {header_line}: column {name!r} appears twice; expected "
+                                              "each column once")
     rows = [records[i] for i in keep[1:]]
     lines = [numbers[i] for i in keep[1:]]
     if header is not None:
@@ -130,16 +137,30 @@ def read_csv_table(path: str | Path, fmt: str, required: Sequence[str], optional
     return CsvTable(source, hashlib.sha256(raw).hexdigest(), columns, np.asarray(lines, dtype=np.int64), header_line)
 
 
-def _records(text: str) -> tuple[list[list[str]], list[int]]:
-    """CSV records and the 1-based line each starts on (fast path when no quoted field can span lines)."""
+def _records(text: str, source: str) -> tuple[list[list[str]], list[int]]:
+    """CSV records and the 1-based line each starts on (fast path when no quoted field can span lines).
+
+    Cells longer than ``MAX_CELL_CHARS`` and more than ``MAX_ROWS`` records are errors."""
+    if text.count("\n") > MAX_ROWS:
+        raise HorusInputError(source, f"more than {MAX_ROWS:,} lines; expected at most that many rows")
     reader = csv.reader(io.StringIO(text, newline=""))
-    if '"' not in text:
-        records = list(reader)  # one record per physical line, [] for blank lines
-        return records, list(range(1, len(records) + 1))
-    records, numbers = [], []
-    start = 1
-    for record in reader:
-        records.append(record)
-        numbers.append(start)
-        start = reader.line_num + 1
-    return records, numbers
+    previous = csv.field_size_limit(MAX_CELL_CHARS)
+    try:
+        if '"' not in text:
+            records = list(reader)  # one record per physical line, [] for blank lines
+            return records, list(range(1, len(records) + 1))
+        records, numbers = [], []
+        start = 1
+        for record in reader:
+            records.append(record)
+            numbers.append(start)
+            start = reader.line_num + 1
+        return records, numbers
+    except csv.Error as exc:
+        line = reader.line_num
+        if "field larger" in str(exc):
+            raise HorusInputError(source, f"line {line}: a cell longer than {MAX_CELL_CHARS:,} characters; "
+                                          "expected short CSV cells") from None
+        raise HorusInputError(source, f"line {line}: not valid CSV ({exc})") from None
+    finally:
+        csv.field_size_limit(previous)

@@ -68,7 +68,28 @@ def make_trace(jobs: Iterable[RawJob], source: str, sha256: str, fmt: str,
     offset = ordered[0].submit_time
     if offset != 0.0:
         ordered = [replace(job, submit_time=job.submit_time - offset) for job in ordered]
+    _check_jobs(ordered, source)
     return Trace(ordered, source, sha256, fmt, dict(skipped or {}), offset)
+
+
+def _check_jobs(jobs: list[RawJob], source: str) -> None:
+    """Unique job ids and a span within ``LIMITS['trace_span_s']`` (checks every loader shares)."""
+    from horus.validation import LIMITS
+
+    def where(job: RawJob) -> str:
+        return f"line {job.line}" if job.line is not None else f"job {job.job_id!r}"
+
+    span = LIMITS["trace_span_s"]
+    if jobs[-1].submit_time > span.high:
+        raise HorusInputError(source, f"{where(jobs[-1])}: submitted {jobs[-1].submit_time:,.0f} s after the first "
+                                      f"job; expected a trace spanning at most {span.high:,.0f} s")
+    seen: dict[str, RawJob] = {}
+    for job in jobs:
+        if job.job_id in seen:
+            first = seen[job.job_id]
+            raise HorusInputError(source, f"{where(job)}: job id {job.job_id!r} also on {where(first)}; expected "
+                                          "unique job ids")
+        seen[job.job_id] = job
 
 
 def load_trace(path: str | Path, fmt: str = "horus") -> Trace:

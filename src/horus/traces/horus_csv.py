@@ -15,6 +15,7 @@ import numpy as np
 from horus.traces._columns import optional_float, rebase_order
 from horus.traces._table import CsvTable, read_csv_table
 from horus.traces.base import TRACE_LOADERS, RawJob, Trace, make_trace
+from horus.validation import LIMITS
 
 REQUIRED = ("job_id", "submit_time", "num_gpus", "model", "batch_size")
 OPTIONAL = ("iterations", "duration_s", "gpu_fraction", "gpu_type")
@@ -34,8 +35,10 @@ def _work(table: CsvTable) -> tuple[np.ndarray, np.ndarray]:
     if not table.has("iterations") and not table.has("duration_s"):
         table.fail_header("missing column 'iterations' or 'duration_s' (each row gives one)")
     n = len(table)
-    iters = table.positive_floats("iterations", allow_empty=True) if table.has("iterations") else np.full(n, np.nan)
-    dur = table.positive_floats("duration_s", allow_empty=True) if table.has("duration_s") else np.full(n, np.nan)
+    iters = table.bounded("iterations", LIMITS["iterations"], allow_empty=True) if table.has("iterations") \
+        else np.full(n, np.nan)
+    dur = table.bounded("duration_s", LIMITS["duration_s"], allow_empty=True) if table.has("duration_s") \
+        else np.full(n, np.nan)
     neither = np.isnan(iters) & np.isnan(dur)
     both = ~np.isnan(iters) & ~np.isnan(dur)
     if neither.any():
@@ -47,7 +50,7 @@ def _work(table: CsvTable) -> tuple[np.ndarray, np.ndarray]:
 
 def _models(table: CsvTable) -> tuple[list[str], np.ndarray]:
     models = table.text("model")
-    batch = table.positive_ints("batch_size", allow_empty=True)
+    batch = table.bounded("batch_size", LIMITS["batch_size"], allow_empty=True)
     known = known_models()
     for row, (model, b) in enumerate(zip(models, batch)):
         if bool(model) == np.isnan(b):
@@ -62,9 +65,8 @@ def _fractions(table: CsvTable, gpus: np.ndarray) -> np.ndarray:
     n = len(table)
     if not table.has("gpu_fraction"):
         return np.full(n, np.nan)
-    frac = table.positive_floats("gpu_fraction", allow_empty=True)
+    frac = table.bounded("gpu_fraction", LIMITS["gpu_fraction"], allow_empty=True)
     with np.errstate(invalid="ignore"):
-        table.check("gpu_fraction", frac > 1.0, table.text("gpu_fraction"), "a fraction in (0, 1]")
         table.check("gpu_fraction", ~np.isnan(frac) & (frac < 1.0) & (gpus != 1), table.text("gpu_fraction"),
                     "a fractional share only for num_gpus == 1")
     frac[frac == 1.0] = np.nan  # a whole GPU is not a fractional request
@@ -82,12 +84,15 @@ def load_horus(path: Path) -> Trace:
         if job_id in seen:
             table.fail(row, "job_id", f"expected unique job ids, {job_id!r} already on line {seen[job_id]}")
         seen[job_id] = int(table.lines[row])
-    submit = table.positive_floats("submit_time", allow_zero=True)
-    gpus = table.positive_ints("num_gpus")
+    submit = table.bounded("submit_time", LIMITS["submit_time_s"])
+    gpus = table.bounded("num_gpus", LIMITS["job_gpus"])
     models, batch = _models(table)
     iters, dur = _work(table)
     frac = _fractions(table, gpus)
     gpu_type = table.text("gpu_type") if table.has("gpu_type") else [""] * len(table)
+    for row, request in enumerate(gpu_type):
+        if request and not all(part.strip() for part in request.split("|")):
+            table.fail(row, "gpu_type", f"expected GPU type names separated by '|', got {request!r}")
     order, rebased, offset = rebase_order(submit)
     jobs = [
         RawJob(ids[i], float(rebased[i]), int(gpus[i]), optional_float(dur[i]), optional_float(iters[i]),

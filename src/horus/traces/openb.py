@@ -27,6 +27,7 @@ from horus.gpu_types import PRESETS, REQUEST_SEPARATOR
 from horus.traces._columns import optional_float, rebase_order
 from horus.traces._table import CsvTable, read_csv_table
 from horus.traces.base import TRACE_LOADERS, RawJob, Trace, make_trace
+from horus.validation import LIMITS, Domain
 
 POD_COLUMNS = ("name", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time")
 NODE_COLUMNS = ("sn", "gpu", "model")
@@ -60,11 +61,15 @@ def _gpu_request(table: CsvTable, row: int, spec: str) -> str | None:
 @TRACE_LOADERS.register("openb")
 def load_openb(path: Path) -> Trace:
     table = read_csv_table(path, "openb", POD_COLUMNS, ("gpu_spec",))
-    gpus = table.positive_ints("num_gpu", minimum=0)
-    milli = table.positive_ints("gpu_milli", minimum=0)
-    created = table.positive_floats("creation_time", allow_zero=True)
-    deleted = table.positive_floats("deletion_time", allow_zero=True)
-    scheduled = table.positive_floats("scheduled_time", allow_zero=True, allow_empty=True)
+    gpus = table.bounded("num_gpu", Domain(0, LIMITS["job_gpus"].high, True))
+    milli = table.bounded("gpu_milli", Domain(0, 1000, True))
+    times = LIMITS["submit_time_s"]
+    created = table.bounded("creation_time", times)
+    deleted = table.bounded("deletion_time", times)
+    scheduled = table.bounded("scheduled_time", times, allow_empty=True)
+    with np.errstate(invalid="ignore"):
+        table.check("scheduled_time", scheduled < created, table.text("scheduled_time"),
+                    "a time >= creation_time (a pod starts after it is created)")
     gpu_pod = gpus >= 1
     milli_text = table.text("gpu_milli")
     table.check("gpu_milli", gpu_pod & ((milli < 1) | (milli > 1000)), milli_text, "1..1000 for a GPU pod")
@@ -72,6 +77,9 @@ def load_openb(path: Path) -> Trace:
     duration = deleted - scheduled
     with np.errstate(invalid="ignore"):
         table.check("deletion_time", duration < 0, table.text("deletion_time"), "a time >= scheduled_time")
+        span = LIMITS["duration_s"].high
+        table.check("deletion_time", duration > span, table.text("deletion_time"),
+                    f"a run time (deletion_time - scheduled_time) of at most {span:,.0f} s")
     skipped = {
         "cpu_only": int((~gpu_pod).sum()),
         "never_scheduled": int((gpu_pod & np.isnan(scheduled)).sum()),
@@ -111,8 +119,18 @@ def load_openb_cluster(node_csv: str | Path, *, intra_link: str = "pcie",
     ``assumed`` overrides ``ASSUMED_TYPES`` for the undisclosed G1/G2/G3 models.
     """
     table = read_csv_table(node_csv, "openb node list", NODE_COLUMNS)
-    counts = table.positive_ints("gpu", minimum=0)
+    counts = table.bounded("gpu", Domain(0, LIMITS["gpus_per_node"].high, True))
     models, names = table.text("model"), table.text("sn")
+    seen: dict[str, int] = {}
+    for row, name in enumerate(names):
+        if not name:
+            table.fail(row, "sn", "expected a node name")
+        if name in seen:
+            table.fail(row, "sn", f"expected unique node names, {name!r} already on line {seen[name]}")
+        seen[name] = int(table.lines[row])
+    if len(names) > LIMITS["nodes"].high or counts.sum() > LIMITS["cluster_gpus"].high:
+        table.fail(0, "gpu", f"{len(names):,} nodes with {counts.sum():,.0f} GPUs; expected at most "
+                             f"{LIMITS['nodes'].high:,.0f} nodes and {LIMITS['cluster_gpus'].high:,.0f} GPUs")
     nodes: list[Node] = []
     for row in np.flatnonzero(counts > 0).tolist():
         if models[row] not in OPENB_GPU_NAMES:

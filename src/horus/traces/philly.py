@@ -15,9 +15,11 @@ import pandas as pd
 from horus.traces._columns import rebase_order
 from horus.traces._table import read_csv_table
 from horus.traces.base import TRACE_LOADERS, RawJob, Trace, make_trace
+from horus.validation import LIMITS
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
+FIRST_YEAR, LAST_YEAR = 1970, 2100  # timestamps outside these years are typos, not GPU jobs
 
 
 @TRACE_LOADERS.register("philly")
@@ -26,9 +28,12 @@ def load_philly(path: Path) -> Trace:
     stamps = table.text("timestamp")
     parsed = pd.to_datetime(pd.Series(stamps), format=TIMESTAMP_FORMAT, errors="coerce")
     table.check("timestamp", parsed.isna().to_numpy(), stamps, "a time like 2017-10-09 07:01:55")
+    years = parsed.dt.year.to_numpy()
+    table.check("timestamp", (years < FIRST_YEAR) | (years > LAST_YEAR), stamps,
+                f"a time between {FIRST_YEAR} and {LAST_YEAR}")
     submit = parsed.to_numpy().astype("datetime64[s]").astype(np.int64).astype(float)
-    duration = table.positive_floats("duration")
-    gpus = table.positive_ints("num_gpus")
+    duration = table.bounded("duration", LIMITS["duration_s"])
+    gpus = table.bounded("num_gpus", LIMITS["job_gpus"])
     order, rebased, offset = rebase_order(submit)
     lines, times = table.lines.tolist(), rebased.tolist()
     counts, durations = gpus.astype(np.int64).tolist(), duration.tolist()

@@ -16,4 +16,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _fit(rest: list[str]) -> int:
     from horus.truth.fit import main
 
-    return main(rest)
+    return main(rest, prog="horus truth fit")

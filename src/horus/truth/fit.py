@@ -367,8 +367,8 @@ def params_json(result: FitResult, command: str) -> dict[str, object]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m horus.truth.fit", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--gavel", required=True, help="path to Gavel's simulation_throughputs.json")
     parser.add_argument("--gpu", default="v100", help="Gavel GPU key (v100, p100, k80)")
     parser.add_argument("--seed", type=int, default=0)
@@ -384,9 +384,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.inputs == "physical":
         return _main_physical(args)
     try:
+        from horus.validation import check_option
+
+        check_option("--seed", args.seed, "seed")
         result = fit_slowdown_model(load_gavel(args.gavel, args.gpu), args.seed, both_at_solo=args.both_at_solo)
     except HorusInputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"horus: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.report())
     if args.write_params is not None:

@@ -1,0 +1,348 @@
+"""The one place where input limits and safe readers live (docs/inputs.md).
+
+Every file Horus reads goes through these readers before any work starts:
+
+- ``read_input_bytes`` / ``read_text``: existence, size limit (checked with ``stat`` before reading),
+  UTF-8 with or without BOM (anything else, or a NUL byte, is a clear error naming the line);
+- ``load_json`` / ``load_yaml``: duplicate keys, nesting depth, non-standard numbers (NaN, Infinity,
+  integers beyond 4300 digits) and YAML aliases are rejected;
+- ``Domain`` values (``LIMITS``): the physical bounds that loaders and options check numbers against.
+
+Everything raises :class:`horus.errors.HorusInputError` with ``file: where: what was expected``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from horus.errors import HorusInputError
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# --- size limits (checked before parsing) ------------------------------------------------------------
+MAX_TABLE_BYTES = 2048 * MIB  # traces and measurement tables (Philly's 82k jobs are 4 MiB)
+MAX_CONFIG_BYTES = 64 * MIB  # cluster YAML, Gavel JSON, campaign files (Gavel's file is ~1 MiB)
+MAX_CELL_CHARS = 64 * KIB  # one CSV cell
+MAX_ROWS = 20_000_000  # rows of one table
+MAX_DEPTH = 32  # nesting of a JSON / YAML document
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A closed numeric range ``[low, high]``, optionally integral, with a description for messages."""
+
+    low: float
+    high: float
+    integer: bool = False
+    unit: str = ""
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{kind} in [{_fmt(self.low)}, {_fmt(self.high)}]{unit}"
+
+    def contains(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        if self.integer and (isinstance(value, float) and not value.is_integer()):
+            return False
+        return self.low <= value <= self.high
+
+    def check(self, value: object, source: str, where: str) -> float:
+        """``value`` as a number, or HorusInputError naming ``source`` and ``where``."""
+        if not self.contains(value):
+            raise HorusInputError(source, f"{where}: expected {self.describe()}, got {value!r}")
+        return value  # type: ignore[return-value]
+
+
+def _fmt(x: float) -> str:
+    if float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return f"{x:g}"
+
+
+YEAR_S = 365.25 * 86400
+# Physical bounds of the values Horus reads (documented in docs/inputs.md).
+LIMITS: dict[str, Domain] = {
+    "gpus_per_node": Domain(1, 256, True, "GPUs"),  # NVL72-class racks are the largest single nodes today
+    "nodes": Domain(1, 100_000, True, "nodes"),
+    "cluster_gpus": Domain(1, 200_000, True, "GPUs"),
+    "job_gpus": Domain(1, 200_000, True, "GPUs"),
+    "batch_size": Domain(1, 2**20, True),
+    "gpu_fraction": Domain(1e-3, 1, False, "of a GPU"),
+    "iterations": Domain(1, 1e12, False, "iterations"),
+    "duration_s": Domain(1e-3, 10 * YEAR_S, False, "s"),
+    "submit_time_s": Domain(0, 1e10, False, "s"),  # a format's own epoch; 1e10 s is year 2286 in Unix time
+    "trace_span_s": Domain(0, 20 * YEAR_S, False, "s"),
+    "gpu_memory_mib": Domain(1, 2**22, True, "MiB"),  # 4 TiB
+    "gpu_speed": Domain(1e-3, 1000, False, "x V100"),
+    "link_gbps": Domain(1e-3, 1e5, False, "GB/s"),
+    "throughput": Domain(0, 1e9, False, "steps/s"),
+    "normalized_throughput": Domain(0, 1.5, False),  # co-located / solo; >1 only by measurement noise
+    "utilization_pct": Domain(0, 100, False, "%"),
+    "memory_mib": Domain(0, 2**22, False, "MiB"),
+    "iter_time_s": Domain(1e-6, 1e6, False, "s"),
+    "seed": Domain(0, 2**32 - 1, True),
+    "folds": Domain(2, 100, True),
+    "input_size": Domain(1, 65_536, True),
+    "set_size": Domain(1, 16, True, "jobs"),
+}
+
+
+# Domains of measurement-table columns (profile and co-location tables): empty cells are allowed
+# (non-ok rows carry no measurements); anything else must be a number in the domain.
+COLUMN_DOMAINS: dict[str, Domain] = {
+    "set_size": LIMITS["set_size"],
+    "member": Domain(0, 15, True),
+    "batch_size": LIMITS["batch_size"],
+    "input_size": LIMITS["input_size"],
+    "repeat": Domain(0, 1e6, True),
+    "normalized_throughput": LIMITS["normalized_throughput"],
+    "throughput_samples_s": Domain(0, 1e12, False, "samples/s"),
+    "solo_throughput_samples_s": Domain(0, 1e12, False, "samples/s"),
+    **dict.fromkeys(("gpu_util_mean", "gpu_util_p50", "combined_util_mean", "solo_util_mean"),
+                    LIMITS["utilization_pct"]),
+    **dict.fromkeys(("mem_used_mib_peak", "torch_max_allocated_mib", "torch_max_reserved_mib",
+                     "combined_mem_used_mib_peak", "solo_mem_mib"), LIMITS["memory_mib"]),
+    "iter_time_s_mean": LIMITS["iter_time_s"],
+    "iter_time_s_std": Domain(0, 1e6, False, "s"),
+    "n_iters": Domain(0, 1e12, True),
+    "window_s": Domain(0, 1e6, False, "s"),
+    "sm_clock_mhz_mean": Domain(0, 1e5, False, "MHz"),
+    "power_w_mean": Domain(0, 1e5, False, "W"),
+}
+COLUMN_NONEMPTY: tuple[str, ...] = ("set_id", "set_size", "member", "model", "batch_size", "status", "repeat",
+                                     "precision")  # identity columns: never empty
+COLUMN_CHOICES: dict[str, tuple[str, ...]] = {
+    "status": ("ok", "oom", "error", "partner_failed"),
+    "precision": ("fp32", "amp"),
+}
+
+
+def check_option(name: str, value: float | None, domain: str, *, allow_none: bool = True) -> None:
+    """Raise HorusInputError for a command-line option outside ``LIMITS[domain]``."""
+    if value is None and allow_none:
+        return
+    if not LIMITS[domain].contains(value):
+        raise HorusInputError(name, f"expected {LIMITS[domain].describe()}, got {value!r}")
+
+
+# --- files -------------------------------------------------------------------------------------------
+
+
+def read_input_bytes(path: str | Path, what: str, max_bytes: int = MAX_TABLE_BYTES) -> bytes:
+    """Bytes of ``path`` (a regular file of at most ``max_bytes``); ``what`` names the expected content."""
+    source = str(path)
+    p = Path(path)
+    try:
+        info = p.stat()
+    except FileNotFoundError:
+        raise HorusInputError(source, f"file not found (expected {what})") from None
+    except OSError as exc:
+        raise HorusInputError(source, f"cannot read file ({exc.strerror or exc})") from None
+    if p.is_dir():
+        raise HorusInputError(source, f"is a directory (expected {what})")
+    if info.st_size > max_bytes:
+        raise HorusInputError(source, f"file is {info.st_size / MIB:,.1f} MiB, above the {max_bytes / MIB:,.0f} MiB "
+                                      f"limit for {what}")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise HorusInputError(source, f"cannot read file ({exc.strerror or exc})") from None
+    if len(data) > max_bytes:  # a device or a growing file
+        raise HorusInputError(source, f"more than {max_bytes / MIB:,.0f} MiB (the limit for {what})")
+    return data
+
+
+def decode_text(raw: bytes, source: str) -> str:
+    """UTF-8 text (a leading BOM is dropped); a clear error for other encodings and NUL bytes."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise HorusInputError(source, "line 1: UTF-16 text; expected UTF-8 (save the file as UTF-8)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise HorusInputError(source, f"line {line}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
+                                      "expected UTF-8 with or without BOM") from None
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise HorusInputError(source, f"line {text.count(chr(10), 0, nul) + 1}: NUL byte; expected text")
+    return text
+
+
+def read_text(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) -> tuple[str, bytes]:
+    """(decoded text, raw bytes) of ``path``; see :func:`read_input_bytes` and :func:`decode_text`."""
+    raw = read_input_bytes(path, what, max_bytes)
+    return decode_text(raw, str(path)), raw
+
+
+# --- structured documents ----------------------------------------------------------------------------
+
+
+def _no_duplicates(source: str) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise HorusInputError(source, f"duplicate key {key!r} (each key may appear once)")
+            out[key] = value
+        return out
+
+    return hook
+
+
+def _reject_constant(source: str) -> Any:
+    def hook(name: str) -> float:
+        raise HorusInputError(source, f"{name} is not a JSON number; expected a finite number")
+
+    return hook
+
+
+def check_depth(data: object, source: str, max_depth: int = MAX_DEPTH) -> None:
+    """Fail when containers nest deeper than ``max_depth`` (iterative: no recursion limit involved)."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Iterable[object]
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > max_depth:
+            raise HorusInputError(source, f"nested {depth} levels deep; expected at most {max_depth}")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def load_json(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) -> tuple[Any, bytes]:
+    """(parsed document, raw bytes) of a strict JSON file: UTF-8, no duplicate keys, no NaN/Infinity,
+    at most ``MAX_DEPTH`` levels."""
+    text, raw = read_text(path, what, max_bytes)
+    source = str(path)
+    if not text.strip():
+        raise HorusInputError(source, f"empty file (expected {what})")
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates(source), parse_constant=_reject_constant(source))
+    except json.JSONDecodeError as exc:
+        raise HorusInputError(source, f"line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise HorusInputError(source, f"nested too deeply; expected at most {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # e.g. an integer literal with more than 4300 digits
+        raise HorusInputError(source, f"not valid JSON ({str(exc).split(';')[0]})") from None
+    check_depth(data, source)
+    return data, raw
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader without aliases, duplicate keys or deep nesting."""
+
+    source = "<yaml>"
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise HorusInputError(self.source, f"line {mark.line + 1}, column {mark.column + 1}: YAML aliases "
+                                               "(*name) are not supported; write the value out")
+        self._depth = getattr(self, "_depth", 0) + 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise HorusInputError(self.source, f"line {mark.line + 1}: nested more than {MAX_DEPTH} levels deep")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        keys: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                duplicate = key in keys
+            except TypeError:
+                duplicate = False
+            if duplicate:
+                mark = key_node.start_mark
+                raise HorusInputError(self.source, f"line {mark.line + 1}, column {mark.column + 1}: duplicate key "
+                                                   f"{key!r} (each key may appear once)")
+            if not isinstance(key, (list, dict)):
+                keys.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_text(text: str, source: str) -> Any:
+    """One YAML document with the strict loader; syntax errors name line and column."""
+    loader = type("Loader", (_StrictLoader,), {"source": source})
+    try:
+        documents = list(yaml.load_all(text, Loader=loader))  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise HorusInputError(source, f"{where}not valid YAML ({problem})") from None
+    except RecursionError:
+        raise HorusInputError(source, f"nested too deeply; expected at most {MAX_DEPTH} levels") from None
+    except (ValueError, OverflowError) as exc:  # e.g. an integer with more than 4,300 digits
+        raise HorusInputError(source, f"not valid YAML ({str(exc).split(';')[0][:120]})") from None
+    if len(documents) > 1:
+        raise HorusInputError(source, f"{len(documents)} YAML documents; expected one")
+    data = documents[0] if documents else None
+    check_depth(data, source)
+    return data
+
+
+def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) -> tuple[Any, bytes]:
+    text, raw = read_text(path, what, max_bytes)
+    return load_yaml_text(text, str(path)), raw
+
+
+# --- outputs -----------------------------------------------------------------------------------------
+
+
+def check_output_path(path: Path, option: str, *, directory: bool = True) -> None:
+    """Fail before any work when ``path`` cannot be written: it is (or lies under) a file, a directory
+    stands where a file should go, or its nearest existing parent is not writable."""
+    import os
+
+    if path.exists():
+        if directory and not path.is_dir():
+            raise HorusInputError(option, f"{path} exists and is not a directory; expected a directory to write into")
+        if not directory and path.is_dir():
+            raise HorusInputError(option, f"{path} is a directory; expected a file path")
+    parent = path if path.exists() else path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise HorusInputError(option, f"{path}: {parent} is a file, so nothing can be created under it")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise HorusInputError(option, f"{path}: {parent} is not writable")
+
+
+class OutputDir:
+    """``with OutputDir(path, "--out") as out:``: checked up front, created on entry, and removed again if
+    the block fails (and it did not exist before), so a failed run leaves nothing behind."""
+
+    def __init__(self, path: Path, option: str) -> None:
+        check_output_path(path, option)
+        self.path = path
+        self.existed = path.exists()
+
+    def __enter__(self) -> Path:
+        self.path.mkdir(parents=True, exist_ok=True)
+        return self.path
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None and not self.existed:
+            import shutil
+
+            shutil.rmtree(self.path, ignore_errors=True)
