@@ -2,7 +2,8 @@
 
 ``tests/reference_policies`` is a verbatim copy of ``horus.policies`` before the speed work of
 issue 17. Both versions are driven through the same seeded sequence of scheduler states (arrivals,
-finishes, preemptions, out-of-memory requeues, the planned starts themselves, and a cluster rebuilt
+finishes, preemptions, out-of-memory requeues, starts that fail out-of-memory and come back as the
+engine re-queues them, the planned starts themselves, and a cluster rebuilt
 between calls as the live service does when machines join) and must agree on every call.
 """
 
@@ -23,7 +24,7 @@ from horus.plugins import load_all
 from horus.policies.base import POLICIES, Preempt, Start
 from horus.policies.compose import make_composed
 from horus.predict.base import Prediction, Predictor
-from horus.state import SchedulerState
+from horus.state import QueuedJob, SchedulerState
 
 load_all("horus.policies")
 load_all("reference_policies")
@@ -104,6 +105,7 @@ def drive(name: str, kwargs: dict[str, object], seed: int, steps: int = 60, mixe
         ref.bind_truth(truth)  # type: ignore[attr-defined]
     calls = started = 0
     serial = 0
+    oom_waiting: list[QueuedJob] = []
     for step in range(steps):
         state.now += float(rng.choice([0.0, 1.0, 30.0, 400.0]))
         burst = int(rng.choice([0, 1, 1, 2, 5, 20])) if step else 40
@@ -127,8 +129,16 @@ def drive(name: str, kwargs: dict[str, object], seed: int, steps: int = 60, mixe
         expected = ref.schedule(state)  # type: ignore[attr-defined]
         assert as_tuples(got) == as_tuples(expected), f"{name} step {step}"
         calls += 1
+        for job in oom_waiting:  # back after the restart delay, as the engine re-queues them
+            job.queued_since = state.now
+            state.queue[job.spec.job_id] = job
+        oom_waiting = []
         for action in got:
-            if isinstance(action, Start):
+            if isinstance(action, Start) and rng.random() < 0.05:  # the start fails out-of-memory
+                job = state.queue.pop(action.job_id)
+                job.oom_failures += 1
+                oom_waiting.append(job)
+            elif isinstance(action, Start):
                 state.start(action.job_id, action.gpus, state.now)
                 started += 1
             elif isinstance(action, Preempt):

@@ -22,7 +22,8 @@ class HorusPolicy(Policy):
     Aging: each time a job is started ahead of the current head (oldest waiting job), the head's
     bypass count grows; past ``max_bypass`` only the head may start (the window blocks until it fits),
     so no job starves. A call may start many jobs. Calls are cheap when nothing changed: jobs found
-    unplaceable are remembered until the cluster load changes.
+    unplaceable are remembered until the cluster load changes, and jobs the placement's ``possible``
+    rules out (fewer than k GPUs could take them) are not evaluated.
     """
 
     name = "horus"
@@ -78,9 +79,10 @@ class HorusPolicy(Policy):
             self._remember(state, [], window)
             return []
         choices: dict[str, Choice] = {}
-        for job in window:
+        possible = placement.possible(window, load, state)
+        for job, ok in zip(window, possible.tolist()):
             jid = job.spec.job_id
-            choices[jid] = None if jid in self._blocked else self.choose(job, load, state)
+            choices[jid] = None if jid in self._blocked or not ok else self.choose(job, load, state)
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
         while window:
             head = window[0]
@@ -108,10 +110,14 @@ class HorusPolicy(Policy):
             if not placement.any_room():
                 break
             touched = set(gpus)
-            for job in window:  # only choices that used the GPUs just loaded can have changed
+            stale = []  # only choices that used the GPUs just loaded can have changed
+            for job in window:
                 choice = choices.get(job.spec.job_id)
                 if job is refill or (choice is not None and touched.intersection(choice[0])):
-                    choices[job.spec.job_id] = self.choose(job, load, state)
+                    stale.append(job)
+            if stale:
+                for job, ok in zip(stale, placement.possible(stale, load, state).tolist()):
+                    choices[job.spec.job_id] = self.choose(job, load, state) if ok else None
         self._remember(state, started, window)
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from horus.policies._common import PLACEMENTS, FastPlacement, job_predictions, needs_empty_gpu
+from horus.policies.cluster_index import job_predictions
+from horus.policies.ordered import PLACEMENTS, Placement, count_at_least, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
@@ -30,7 +32,7 @@ class HorusWeights:
 
 
 @PLACEMENTS.register("horus")
-class HorusPlacement(FastPlacement):
+class HorusPlacement(Placement):
     """Best-scored GPU(s) by ``HorusWeights``; infeasible when predicted memory exceeds
     ``1 - mem_margin`` of the card, when a GPU already has ``max_residents`` workers, or when the
     predicted summed utilization would exceed ``util_cap``. An idle GPU always accepts a job (even one
@@ -122,6 +124,26 @@ class HorusPlacement(FastPlacement):
         if not self._summary_ready:
             self._summarise()
         return self.max_free_mib > 0.0
+
+    def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
+        """False when fewer than k GPUs are idle or could share with the job's least predicted memory
+        and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries."""
+        self._ensure_idle()
+        r = self.requests(jobs, state)
+        k, mem, util, empty = r[:, 0], r[:, 1], r[:, 2], r[:, 4] > 0
+        ok = k <= self.n_idle
+        rest = ~ok & ~empty
+        if rest.any():
+            if not self._summary_ready:
+                self._summarise()
+            mem_r, util_r = mem[rest], util[rest]
+            open_shared = self.open & ~self.idle
+            free, used = self.free_mib[open_shared], load.pred_util[open_shared]
+            keep = (free >= mem_r.min()) & (used + util_r.min() <= self.util_cap)
+            free, used = free[keep], used[keep]
+            fits = (free[None, :] >= mem_r[:, None]) & (used[None, :] + util_r[:, None] <= self.util_cap)
+            ok[rest] = self.n_idle + np.count_nonzero(fits, axis=1) >= k[rest]
+        return ok
 
     def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         if not self._summary_ready:
