@@ -78,11 +78,13 @@ class HorusPolicy(Policy):
         if not placement.any_room():
             self._remember(state, [], window)
             return []
-        choices: dict[str, Choice] = {}
-        possible = placement.possible(window, load, state)
-        for job, ok in zip(window, possible.tolist()):
-            jid = job.spec.job_id
-            choices[jid] = None if jid in self._blocked or not ok else self.choose(job, load, state)
+        planned_on_state = load is state.load and type(self).job_load is HorusPolicy.job_load
+        choices: dict[str, Choice] = dict.fromkeys([job.spec.job_id for job in window])
+        fresh = [job for job in window if job.spec.job_id not in self._blocked] if self._blocked else window
+        for job, ok in zip(fresh, placement.possible(fresh, load, state).tolist()):
+            if ok:
+                choices[job.spec.job_id] = self.choose(job, load, state)
+        added = 0  # planned starts already added to ``load``
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
         while window:
             head = window[0]
@@ -94,7 +96,7 @@ class HorusPolicy(Policy):
             gpus = choices.pop(best.spec.job_id)[0]  # type: ignore[index]
             started.append((best, gpus))
             self.note_start(best, gpus, state)
-            window.remove(best)
+            del window[next(i for i, job in enumerate(window) if job is best)]  # by identity: no dataclass ==
             self.bypassed.pop(best.spec.job_id, None)
             if best is not head:
                 self.bypassed[head.spec.job_id] = self.bypassed.get(head.spec.job_id, 0) + 1
@@ -106,6 +108,7 @@ class HorusPolicy(Policy):
             if load is state.load:
                 load = load.copy()  # copy on first write
             load.add(gpus, self.job_load(best, gpus[0], state), gpu_share(best.spec))
+            added += 1
             placement.update(load, state)
             if not placement.any_room():
                 break
@@ -118,18 +121,23 @@ class HorusPolicy(Policy):
             if stale:
                 for job, ok in zip(stale, placement.possible(stale, load, state).tolist()):
                     choices[job.spec.job_id] = self.choose(job, load, state) if ok else None
-        self._remember(state, started, window)
+        planned = load if planned_on_state and load is not state.load else None
+        self._remember(state, started, window, planned, added)
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
 
     def _remember(self, state: SchedulerState, started: list[tuple[QueuedJob, tuple[int, ...]]],
-                  waiting: list[QueuedJob]) -> None:
-        """Record the load expected at the next call and the jobs that could not start under it."""
+                  waiting: list[QueuedJob], planned: GPULoad | None = None, added: int = 0) -> None:
+        """Record the load expected at the next call and the jobs that could not start under it.
+
+        ``planned``, if given, is ``state.load`` plus the first ``added`` starts, added in the same
+        order with the same predictions (so the very same floats): it is completed instead of copied.
+        """
         self._blocked = {job.spec.job_id for job in waiting}
         if not self._blocked:
             self._expected = None
             return
-        expected = state.tentative()
-        for job, gpus in started:
+        expected = planned if planned is not None else state.tentative()
+        for job, gpus in started[added if planned is not None else 0:]:
             expected.add(gpus, state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(job.spec))
         self._expected = expected
         if len(self.bypassed) > 4 * len(state.queue) + 1024:

@@ -136,7 +136,9 @@ class Placement(ABC):
         if getattr(self, "idx", None) is None or self.idx.cluster is not state.cluster or getattr(self, "_seen", None) is not state:
             self.idx: ClusterIndex = cluster_index(state.cluster)
             self._seen = state
-            self._requests: dict[str, tuple[QueuedJob, int, tuple[float, float, float, float, float]]] = {}
+            self._requests: dict[str, tuple[QueuedJob, int, int]] = {}  # job id -> (entry, oom failures, row)
+            self._request_table = np.zeros((0, 5))
+            self._next_row = 0
         self.update(load, state)
 
     @abstractmethod
@@ -161,20 +163,31 @@ class Placement(ABC):
 
     def requests(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> np.ndarray:
         """Rows (GPUs, least memory MiB, least utilization over GPU types, GPU share, needs an empty
-        GPU) per job, cached per queue entry."""
-        cache = self._requests
-        rows = []
+        GPU) per job, one per queue entry, computed once and kept in a table."""
+        index = self._requests
+        if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
+            index.clear()
+            self._next_row = 0
+        slots = []
         for job in jobs:
-            hit = cache.get(job.spec.job_id)
+            hit = index.get(job.spec.job_id)
             if hit is None or hit[0] is not job or hit[1] != job.oom_failures:
-                loads = self.job_loads(job, state)
-                row = (float(job.spec.num_gpus), min(p.mem_mib for p in loads), min(p.util for p in loads),
-                       gpu_share(job.spec), float(needs_empty_gpu(job)))
-                if len(cache) > 4 * len(state.queue) + 1024:
-                    cache.clear()
-                hit = cache[job.spec.job_id] = (job, job.oom_failures, row)
-            rows.append(hit[2])
-        return np.array(rows, dtype=float).reshape(len(rows), 5)
+                hit = self._add_request(job, state)
+            slots.append(hit[2])
+        return self._request_table[slots]
+
+    def _add_request(self, job: QueuedJob, state: SchedulerState) -> tuple[QueuedJob, int, int]:
+        slot = self._next_row
+        self._next_row += 1
+        if slot >= len(self._request_table):
+            grown = np.zeros((max(64, 2 * len(self._request_table)), 5))
+            grown[:len(self._request_table)] = self._request_table
+            self._request_table = grown
+        loads = self.job_loads(job, state)
+        self._request_table[slot] = (job.spec.num_gpus, min(p.mem_mib for p in loads), min(p.util for p in loads),
+                                     gpu_share(job.spec), float(needs_empty_gpu(job)))
+        hit = self._requests[job.spec.job_id] = (job, job.oom_failures, slot)
+        return hit
 
     def evaluate(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[tuple[int, ...], float] | None:
         """Best GPUs for the job and their mean cost per worker, or None."""
@@ -216,7 +229,7 @@ class OrderedPolicy(Policy):
         self.max_scan = max_scan
         self.name = name or f"{order.name}-{placement.name}"
         self._expected: GPULoad | None = None  # the planned load at the end of the last call
-        self._blocked: dict[str, QueuedJob] = {}  # entries found unplaceable under _expected
+        self._unplaced: list[QueuedJob] = []  # the jobs found unplaceable under _expected, in order
 
     def schedule(self, state: SchedulerState) -> list[Action]:
         if not state.queue:
@@ -231,44 +244,73 @@ class OrderedPolicy(Policy):
             return []
         return self.place_in_order(jobs, load, state)
 
-    def _all_blocked(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> bool:
-        """True when every job was found unplaceable on exactly the current load."""
-        blocked = self._blocked
-        if not blocked or any(blocked.get(job.spec.job_id) is not job for job in jobs):
-            return False
-        return state.load.equals(self._expected)
+    def _all_blocked(self, jobs: list[QueuedJob], state: SchedulerState) -> bool:
+        """True when exactly these jobs were all found unplaceable on exactly the current load.
 
-    def _remember(self, load: GPULoad, blocked: Sequence[QueuedJob]) -> None:
+        (List equality compares entries by identity first, then by value; equal entries are placed alike.)
+        """
+        return bool(jobs) and jobs == self._unplaced and state.load.equals(self._expected)
+
+    def _remember(self, load: GPULoad, unplaced: list[QueuedJob]) -> None:
         self._expected = load
-        self._blocked = {job.spec.job_id: job for job in blocked}
+        self._unplaced = unplaced
 
-    def place_in_order(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
-        """Place ``jobs`` in order on ``load`` (updated as jobs are placed); skip or stop at misfits."""
+    def place_in_order(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
+        """Place ``jobs`` in order on ``load`` (updated as jobs are placed); skip or stop at misfits.
+
+        Placement is monotone (more load never makes a job fit that did not), so jobs found unplaceable
+        are remembered with the final planned load and not retried while nothing else changes.
+        """
+        if not self.backfill:
+            return self._place_strictly(jobs, load, state)
         placement = self.placement
         actions: list[Action] = []
-        unplaced: list[QueuedJob] = []
-        possible = placement.possible(jobs, load, state)
+        started: set[int] = set()
+        todo = np.flatnonzero(placement.possible(jobs, load, state)).tolist()
         complete = True  # every job was looked at
+        t = 0
+        while t < len(todo):
+            i = todo[t]
+            t += 1
+            job = jobs[i]
+            gpus = placement.place(job, load, state)
+            if gpus is None:
+                continue
+            pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
+            load.add(gpus, pred, gpu_share(job.spec))
+            actions.append(Start(job.spec.job_id, gpus))
+            started.add(i)
+            placement.update(load, state)
+            if not placement.any_room():
+                complete = i == len(jobs) - 1
+                break
+            todo = (np.flatnonzero(placement.possible(jobs[i + 1:], load, state)) + (i + 1)).tolist()
+            t = 0
+        if not complete:
+            self._remember(load, [])
+        elif started:
+            self._remember(load, [job for i, job in enumerate(jobs) if i not in started])
+        else:
+            self._remember(load, jobs)
+        return actions
+
+    def _place_strictly(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
+        """Without backfill: stop at the first job that cannot be placed."""
+        placement = self.placement
+        actions: list[Action] = []
+        possible = placement.possible(jobs, load, state)
         for i, job in enumerate(jobs):
             gpus = placement.place(job, load, state) if possible[i] else None
             if gpus is None:
-                unplaced.append(job)
-                if not self.backfill:
-                    complete = False
-                    break
-                continue
+                break
             pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
             load.add(gpus, pred, gpu_share(job.spec))
             actions.append(Start(job.spec.job_id, gpus))
             placement.update(load, state)
             if not placement.any_room():
-                complete = i == len(jobs) - 1
                 break
             possible[i + 1:] = placement.possible(jobs[i + 1:], load, state)
-        if complete:
-            self._remember(load, unplaced)
-        else:
-            self._remember(load, [])
+        self._remember(load, [])
         return actions
 
     def describe(self) -> dict[str, object]:

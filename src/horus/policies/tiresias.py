@@ -8,6 +8,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from horus.policies.ordered import ORDERS, PLACEMENTS, KeyedOrder, OrderedPolicy
 from horus.policies.base import POLICIES, Action, Preempt, Start
 from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
@@ -77,20 +79,25 @@ class TiresiasPolicy(OrderedPolicy):
             self._remember(load, jobs)
             return []
         actions: list[Action] = []
-        blocked: list[QueuedJob] = []
-        room = placement.any_room()
-        possible = placement.possible(jobs, load, state) if room else None
-        for i, job in enumerate(jobs):
-            gpus = placement.place(job, load, state) if room and possible[i] else None  # type: ignore[index]
+        started: set[int] = set()
+        todo = np.flatnonzero(placement.possible(jobs, load, state)).tolist() if placement.any_room() else []
+        t = 0
+        while t < len(todo):
+            i = todo[t]
+            t += 1
+            job = jobs[i]
+            gpus = placement.place(job, load, state)
             if gpus is None:
-                blocked.append(job)
                 continue
             load.add(gpus, state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(job.spec))
             actions.append(Start(job.spec.job_id, gpus))
+            started.add(i)
             placement.update(load, state)
-            room = placement.any_room()
-            if room:
-                possible[i + 1:] = placement.possible(jobs[i + 1:], load, state)  # type: ignore[index]
+            if not placement.any_room():
+                break
+            todo = (np.flatnonzero(placement.possible(jobs[i + 1:], load, state)) + (i + 1)).tolist()
+            t = 0
+        blocked = [job for i, job in enumerate(jobs) if i not in started] if started else jobs
         self._remember(load, blocked)
         if blocked and scan_due:
             self._last_preempt_scan = state.now
