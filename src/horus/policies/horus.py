@@ -68,9 +68,10 @@ class HorusPolicy(Policy):
             return []
         if self._blocked and not self._unchanged(state):
             self._blocked = set()
+        blocked = self._blocked
         queue_iter = iter(state.queue.values())
-        window = [job for job in islice(queue_iter, self.lookahead)]
-        if all(job.spec.job_id in self._blocked for job in window):
+        window = list(islice(queue_iter, self.lookahead))
+        if blocked and blocked.issuperset([job.spec.job_id for job in window]):
             return []
         load = self.planning_load(state)
         placement = self.placement
@@ -79,21 +80,22 @@ class HorusPolicy(Policy):
             self._remember(state, [], window)
             return []
         planned_on_state = load is state.load and type(self).job_load is HorusPolicy.job_load
-        choices: dict[str, Choice] = dict.fromkeys([job.spec.job_id for job in window])
-        fresh = [job for job in window if job.spec.job_id not in self._blocked] if self._blocked else window
-        for job, ok in zip(fresh, placement.possible(fresh, load, state).tolist()):
-            if ok:
-                choices[job.spec.job_id] = self.choose(job, load, state)
-        added = 0  # planned starts already added to ``load``
+        # The placeable jobs of the window with their choice, in window order (ties: first wins).
+        live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]] = {}
+        fresh = [job for job in window if job.spec.job_id not in blocked] if blocked else window
+        self._choose_into(live, fresh, load, state)
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
+        added = 0  # planned starts already added to ``load``
         while window:
             head = window[0]
-            candidates = window[:1] if self.bypassed.get(head.spec.job_id, 0) > self.max_bypass else window
-            best = min((job for job in candidates if choices[job.spec.job_id] is not None),
-                       key=lambda job: choices[job.spec.job_id][1], default=None)  # type: ignore[index]
-            if best is None:
+            if self.bypassed.get(head.spec.job_id, 0) > self.max_bypass:
+                pick = live.get(head.spec.job_id)  # aging: only the head may start
+            else:
+                pick = min(live.values(), key=lambda entry: entry[1][1], default=None)
+            if pick is None:
                 break
-            gpus = choices.pop(best.spec.job_id)[0]  # type: ignore[index]
+            best, (gpus, _) = pick
+            del live[best.spec.job_id]
             started.append((best, gpus))
             self.note_start(best, gpus, state)
             del window[next(i for i, job in enumerate(window) if job is best)]  # by identity: no dataclass ==
@@ -112,18 +114,27 @@ class HorusPolicy(Policy):
             placement.update(load, state)
             if not placement.any_room():
                 break
+            # Only choices that used the GPUs just loaded can have changed (a job that did not fit
+            # still does not: load only grew), plus the job that refilled the window.
             touched = set(gpus)
-            stale = []  # only choices that used the GPUs just loaded can have changed
-            for job in window:
-                choice = choices.get(job.spec.job_id)
-                if job is refill or (choice is not None and touched.intersection(choice[0])):
-                    stale.append(job)
+            stale = [job for job, choice in live.values() if not touched.isdisjoint(choice[0])]
+            if refill is not None:
+                stale.append(refill)
             if stale:
-                for job, ok in zip(stale, placement.possible(stale, load, state).tolist()):
-                    choices[job.spec.job_id] = self.choose(job, load, state) if ok else None
+                self._choose_into(live, stale, load, state)
         planned = load if planned_on_state and load is not state.load else None
         self._remember(state, started, window, planned, added)
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
+
+    def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
+                     jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> None:
+        """(Re-)evaluate ``jobs`` on ``load``; keep those that fit in ``live`` (in place), drop the rest."""
+        for job, ok in zip(jobs, self.placement.possible(jobs, load, state).tolist()):
+            choice = self.choose(job, load, state) if ok else None
+            if choice is None:
+                live.pop(job.spec.job_id, None)
+            else:
+                live[job.spec.job_id] = (job, choice)
 
     def _remember(self, state: SchedulerState, started: list[tuple[QueuedJob, tuple[int, ...]]],
                   waiting: list[QueuedJob], planned: GPULoad | None = None, added: int = 0) -> None:

@@ -63,6 +63,7 @@ class HorusPlacement(Placement):
         self._state = state
         self._idle_ready = False
         self._summary_ready = False
+        self._base_ready = False
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
@@ -109,13 +110,18 @@ class HorusPlacement(Placement):
         open_free = np.where(self.open, self.free_mib, -np.inf)
         self.max_free_mib = float(open_free.max()) if len(open_free) else 0.0
         self.min_util_open = float(np.where(open_free > 0, load.pred_util, np.inf).min()) if len(open_free) else np.inf
-        node_idle = self.node_idle
-        w = self.weights
-        # Cost terms that do not depend on the job being placed.
-        self.base_cost = (w.util * load.pred_util + (w.memory * load.pred_mem_mib) * self.inv_cap
-                          + w.corunners * load.n_residents
-                          + (w.node_fit * node_idle / self.idx.node_size)[self.idx.node_of_gpu])
         self._summary_ready = True
+
+    def _ensure_base_cost(self) -> None:
+        """Cost terms that do not depend on the job being placed (needed only to score GPUs)."""
+        if not self._base_ready:
+            if not self._summary_ready:
+                self._summarise()
+            load, w = self._load, self.weights
+            self.base_cost = (w.util * load.pred_util + (w.memory * load.pred_mem_mib) * self.inv_cap
+                              + w.corunners * load.n_residents
+                              + (w.node_fit * self.node_idle / self.idx.node_size)[self.idx.node_of_gpu])
+            self._base_ready = True
 
     def any_room(self) -> bool:
         self._ensure_idle()
@@ -159,6 +165,7 @@ class HorusPlacement(Placement):
         u = self.idx.per_gpu(utils)
         m = self.idx.per_gpu([p.mem_mib for p in loads])
         w = self.weights
+        self._ensure_base_cost()
         cost = self.base_cost + w.util * u + (w.memory * m) * self.inv_cap
         util_after = load.pred_util + u
         if self.util_cap > 1.0 or max(utils) > 1.0:
