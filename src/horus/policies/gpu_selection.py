@@ -37,7 +37,8 @@ def _select_one_type(cost: np.ndarray, feasible: np.ndarray, k: int,
                      idx: ClusterIndex) -> tuple[tuple[int, float], tuple[int, ...]] | None:
     if np.count_nonzero(feasible) < k:
         return None
-    nodes = np.unique(idx.node_of_gpu[feasible])  # ascending, as the node order of the rule
+    of_gpu = idx.node_of_gpu[feasible]  # ascending: GPUs are numbered node by node
+    nodes = of_gpu[np.flatnonzero(np.diff(of_gpu, prepend=-1))]  # each node once, in node order
     gpus = idx.node_gpus[nodes]
     padded = np.where(idx.node_pad[nodes] | ~feasible[gpus], np.inf, cost[gpus])
     order = np.argsort(padded, axis=1, kind="stable")

@@ -64,7 +64,6 @@ class HorusPlacement(Placement):
         self._idle_ready = False
         self._summary_ready = False
         self._base_ready = False
-        self._shares_ready = False
         self._fast_gpu: tuple[int, int] | None = None
 
     def _ensure_idle(self) -> None:
@@ -137,48 +136,22 @@ class HorusPlacement(Placement):
 
     def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
         """False when fewer than k GPUs are idle or could share with the job's least predicted memory
-        and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries.
-
-        A job needing one sharing GPU is checked exactly against the GPUs sorted by free memory with
-        the running minimum of their utilization (the least-used GPU among those with room); jobs
-        needing several are first bounded by the two one-dimensional counts, then counted exactly.
-        """
+        and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries."""
         self._ensure_idle()
         r = self.requests(jobs, state)
         k, mem, util, empty = r[:, 0], r[:, 1], r[:, 2], r[:, 4] > 0
         ok = k <= self.n_idle
-        rest = np.flatnonzero(~ok & ~empty)
-        if len(rest) == 0:
-            return ok
-        if not self._summary_ready:
-            self._summarise()
-        if not self._shares_ready:
+        rest = ~ok & ~empty
+        if rest.any():
+            if not self._summary_ready:
+                self._summarise()
+            mem_r, util_r = mem[rest], util[rest]
             open_shared = self.open & ~self.idle
             free, used = self.free_mib[open_shared], load.pred_util[open_shared]
-            by_free = np.argsort(-free, kind="stable")
-            self._share_free, self._share_used = free, used
-            self._free_desc = free[by_free]
-            self._used_prefix_min = np.minimum.accumulate(used[by_free]) if len(used) else used
-            self._used_asc = np.sort(used)
-            self._shares_ready = True
-        need = k[rest] - self.n_idle
-        mem_r, util_r = mem[rest], util[rest]
-        n_room = np.searchsorted(-self._free_desc, -mem_r, side="right")  # GPUs with free >= mem
-        fits = np.zeros(len(rest), dtype=bool)
-        one = (need <= 1) & (n_room > 0)
-        if one.any():
-            least_used = self._used_prefix_min[n_room[one] - 1]
-            fits[one] = least_used + util_r[one] <= self.util_cap
-        many = np.flatnonzero(need > 1)
-        if len(many):
-            # Upper bound (utilization side with a small tolerance, so it can only over-count).
-            n_util = np.searchsorted(self._used_asc, self.util_cap - util_r[many] + 1e-9, side="right")
-            many = many[np.minimum(n_room[many], n_util) >= need[many]]
-            if len(many):
-                free, used = self._share_free, self._share_used
-                both = (free[None, :] >= mem_r[many][:, None]) & (used[None, :] + util_r[many][:, None] <= self.util_cap)
-                fits[many] = np.count_nonzero(both, axis=1) >= need[many]
-        ok[rest] = fits
+            keep = (free >= mem_r.min()) & (used + util_r.min() <= self.util_cap)
+            free, used = free[keep], used[keep]
+            fits = (free[None, :] >= mem_r[:, None]) & (used[None, :] + util_r[:, None] <= self.util_cap)
+            ok[rest] = self.n_idle + np.count_nonzero(fits, axis=1) >= k[rest]
         return ok
 
     def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
