@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from horus.policies.ordered import EPS, PLACEMENTS, Placement, needs_empty_gpu
@@ -31,9 +29,8 @@ class ExclusivePlacement(Placement):
     def any_room(self) -> bool:
         return self.max_free_share > EPS
 
-    def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
+    def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """The two summary tests of ``cost_per_gpu`` for all ``jobs`` at once."""
-        r = self.requests(jobs, state)
         k, share, empty = r[:, 0], r[:, 3], r[:, 4] > 0
         need_idle = (share >= 1.0 - EPS) | empty
         return ~((need_idle & (k > self.n_idle)) | (share > self.max_free_share + EPS))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from horus.policies.cluster_index import job_predictions
@@ -31,9 +29,8 @@ class GandivaPlacement(Placement):
     def any_room(self) -> bool:
         return self.n_empty > 0 or self.max_free_mib > 0.0
 
-    def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
+    def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """False when fewer than k GPUs are empty or have room for the job's least predicted memory."""
-        r = self.requests(jobs, state)
         k, mem, empty = r[:, 0], r[:, 1], r[:, 4] > 0
         ok = k <= self.n_empty
         rest = ~ok & ~empty

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -134,11 +133,10 @@ class HorusPlacement(Placement):
             self._summarise()
         return self.max_free_mib > 0.0
 
-    def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
+    def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """False when fewer than k GPUs are idle or could share with the job's least predicted memory
         and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries."""
         self._ensure_idle()
-        r = self.requests(jobs, state)
         k, mem, util, empty = r[:, 0], r[:, 1], r[:, 2], r[:, 4] > 0
         ok = k <= self.n_idle
         rest = ~ok & ~empty

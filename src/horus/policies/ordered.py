@@ -139,6 +139,8 @@ class Placement(ABC):
             self._requests: dict[str, tuple[QueuedJob, int, int]] = {}  # job id -> (entry, oom failures, row)
             self._request_table = np.zeros((0, 5))
             self._next_row = 0
+            self._last_jobs: list[QueuedJob] = []
+            self._last_rows = np.zeros((0, 5))
         self.update(load, state)
 
     @abstractmethod
@@ -154,8 +156,12 @@ class Placement(ABC):
         """One cost per GPU (``inf`` = infeasible), or None when the summary already rules the job out."""
 
     def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
-        """Per job, False only if it certainly cannot be placed on ``load`` (default: all True)."""
-        return np.ones(len(jobs), dtype=bool)
+        """Per job, False only if it certainly cannot be placed on ``load`` (so skipping it changes nothing)."""
+        return self.possible_rows(self.requests(jobs, state), load, state)
+
+    def possible_rows(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
+        """``possible`` given the jobs' ``requests`` rows (default: all True)."""
+        return np.ones(len(rows), dtype=bool)
 
     def job_loads(self, job: QueuedJob, state: SchedulerState) -> list[Prediction]:
         """The job's per-worker load on each GPU type of the cluster (predicted; the oracle: true)."""
@@ -164,6 +170,8 @@ class Placement(ABC):
     def requests(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> np.ndarray:
         """Rows (GPUs, least memory MiB, least utilization over GPU types, GPU share, needs an empty
         GPU) per job, one per queue entry, computed once and kept in a table."""
+        if jobs == self._last_jobs:  # the same scan as last time (identity first, then value)
+            return self._last_rows
         index = self._requests
         if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
             index.clear()
@@ -174,7 +182,10 @@ class Placement(ABC):
             if hit is None or hit[0] is not job or hit[1] != job.oom_failures:
                 hit = self._add_request(job, state)
             slots.append(hit[2])
-        return self._request_table[slots]
+        rows = self._request_table[slots]
+        rows.setflags(write=False)
+        self._last_jobs, self._last_rows = list(jobs), rows
+        return rows
 
     def _add_request(self, job: QueuedJob, state: SchedulerState) -> tuple[QueuedJob, int, int]:
         slot = self._next_row
@@ -266,7 +277,8 @@ class OrderedPolicy(Policy):
         placement = self.placement
         actions: list[Action] = []
         started: set[int] = set()
-        todo = np.flatnonzero(placement.possible(jobs, load, state)).tolist()
+        rows = placement.requests(jobs, state)
+        todo = np.flatnonzero(placement.possible_rows(rows, load, state)).tolist()
         complete = True  # every job was looked at
         t = 0
         while t < len(todo):
@@ -284,7 +296,7 @@ class OrderedPolicy(Policy):
             if not placement.any_room():
                 complete = i == len(jobs) - 1
                 break
-            todo = (np.flatnonzero(placement.possible(jobs[i + 1:], load, state)) + (i + 1)).tolist()
+            todo = (np.flatnonzero(placement.possible_rows(rows[i + 1:], load, state)) + (i + 1)).tolist()
             t = 0
         if not complete:
             self._remember(load, [])

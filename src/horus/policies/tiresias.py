@@ -80,7 +80,8 @@ class TiresiasPolicy(OrderedPolicy):
             return []
         actions: list[Action] = []
         started: set[int] = set()
-        todo = np.flatnonzero(placement.possible(jobs, load, state)).tolist() if placement.any_room() else []
+        rows = placement.requests(jobs, state)
+        todo = np.flatnonzero(placement.possible_rows(rows, load, state)).tolist() if placement.any_room() else []
         t = 0
         while t < len(todo):
             i = todo[t]
@@ -95,7 +96,7 @@ class TiresiasPolicy(OrderedPolicy):
             placement.update(load, state)
             if not placement.any_room():
                 break
-            todo = (np.flatnonzero(placement.possible(jobs[i + 1:], load, state)) + (i + 1)).tolist()
+            todo = (np.flatnonzero(placement.possible_rows(rows[i + 1:], load, state)) + (i + 1)).tolist()
             t = 0
         blocked = [job for i, job in enumerate(jobs) if i not in started] if started else jobs
         self._remember(load, blocked)
