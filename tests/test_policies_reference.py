@@ -181,3 +181,13 @@ def test_any_composition_matches_the_reference(order: str, placement: str) -> No
     calls, started = drive(f"{order}-{placement}", {}, seed=5, new=make_composed(order, placement),
                            ref=reference_make_composed(order, placement))
     assert calls >= 30 and started >= 20
+
+
+@pytest.mark.parametrize("name", ["horus", "sjf-exclusive", "gandiva"])
+def test_large_cluster_node_selection_matches_the_reference(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``select_gpus`` looks only at nodes with a feasible GPU on large clusters: force that path here."""
+    import horus.policies.gpu_selection as gpu_selection
+
+    monkeypatch.setattr(gpu_selection, "ALL_NODES_UP_TO", 0)
+    calls, started = drive(name, {}, seed=6)
+    assert calls >= 30 and started >= 20

@@ -6,6 +6,8 @@ import numpy as np
 
 from horus.policies.cluster_index import ClusterIndex
 
+ALL_NODES_UP_TO = 128  # on smaller clusters restricting to nodes with a feasible GPU costs more than it saves
+
 
 def select_gpus(cost: np.ndarray, k: int, idx: ClusterIndex) -> tuple[tuple[int, ...], float] | None:
     """Choose ``k`` GPUs of one type: fewest nodes first, then the lowest summed cost.
@@ -37,12 +39,15 @@ def _select_one_type(cost: np.ndarray, feasible: np.ndarray, k: int,
                      idx: ClusterIndex) -> tuple[tuple[int, float], tuple[int, ...]] | None:
     if np.count_nonzero(feasible) < k:
         return None
-    of_gpu = idx.node_of_gpu[feasible]  # ascending: GPUs are numbered node by node
-    nodes = of_gpu[np.flatnonzero(np.diff(of_gpu, prepend=-1))]  # each node once, in node order
-    gpus = idx.node_gpus[nodes]
-    padded = np.where(idx.node_pad[nodes] | ~feasible[gpus], np.inf, cost[gpus])
+    if idx.num_nodes <= ALL_NODES_UP_TO:
+        gpus, pad = idx.node_gpus, idx.node_pad
+    else:  # large cluster: only the nodes that have a feasible GPU
+        of_gpu = idx.node_of_gpu[feasible]  # ascending: GPUs are numbered node by node
+        nodes = of_gpu[np.flatnonzero(np.diff(of_gpu, prepend=-1))]  # each node once, in node order
+        gpus, pad = idx.node_gpus[nodes], idx.node_pad[nodes]
+    padded = np.where(pad | ~feasible[gpus], np.inf, cost[gpus])
     order = np.argsort(padded, axis=1, kind="stable")
-    sorted_cost = padded[np.arange(len(nodes))[:, None], order]
+    sorted_cost = padded[np.arange(len(gpus))[:, None], order]
     finite = np.isfinite(sorted_cost)
     count = finite.sum(axis=1)
     if k <= sorted_cost.shape[1]:

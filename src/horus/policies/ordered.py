@@ -33,6 +33,7 @@ from horus.registry import Registry
 from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 
 EPS = 1e-9
+PROBE = 4  # jobs an ordered walk tries directly before asking ``Placement.possible`` about the rest
 
 
 def needs_empty_gpu(job: QueuedJob) -> bool:
@@ -246,14 +247,10 @@ class OrderedPolicy(Policy):
         if not state.queue:
             return []
         jobs = self.order_rule.head(state, self.max_scan)
-        if self._all_blocked(jobs, state):
+        self.placement.begin(state.load, state)  # read-only until the first planned start (copy on write)
+        if not self.placement.any_room() or self._all_blocked(jobs, state):
             return []
-        load = state.tentative()
-        self.placement.begin(load, state)
-        if not self.placement.any_room():
-            self._remember(load, jobs)
-            return []
-        return self.place_in_order(jobs, load, state)
+        return self.place_in_order(jobs, state.load, state)
 
     def _all_blocked(self, jobs: list[QueuedJob], state: SchedulerState) -> bool:
         """True when exactly these jobs were all found unplaceable on exactly the current load.
@@ -262,12 +259,13 @@ class OrderedPolicy(Policy):
         """
         return bool(jobs) and jobs == self._unplaced and state.load.equals(self._expected)
 
-    def _remember(self, load: GPULoad, unplaced: list[QueuedJob]) -> None:
-        self._expected = load
+    def _remember(self, load: GPULoad, unplaced: list[QueuedJob], state: SchedulerState | None = None) -> None:
+        self._expected = load.copy() if state is not None and load is state.load else load
         self._unplaced = unplaced
 
     def place_in_order(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
-        """Place ``jobs`` in order on ``load`` (updated as jobs are placed); skip or stop at misfits.
+        """Place ``jobs`` in order on ``load`` (updated as jobs are placed; ``state.load`` is copied
+        before the first start); skip or stop at misfits.
 
         Placement is monotone (more load never makes a job fit that did not), so jobs found unplaceable
         are remembered with the final planned load and not retried while nothing else changes.
@@ -277,33 +275,41 @@ class OrderedPolicy(Policy):
         placement = self.placement
         actions: list[Action] = []
         started: set[int] = set()
-        rows = placement.requests(jobs, state)
-        todo = np.flatnonzero(placement.possible_rows(rows, load, state)).tolist()
+        n = len(jobs)
+        probe_end = min(PROBE, n)  # the first jobs are tried directly: often one of them fits
+        mask: list[bool] | None = None  # ``possible`` of jobs[base:], computed once probing failed
+        base = 0
         complete = True  # every job was looked at
-        t = 0
-        while t < len(todo):
-            i = todo[t]
-            t += 1
+        i = 0
+        while i < n:
+            if mask is None and i >= probe_end:
+                base = i
+                mask = placement.possible_rows(placement.requests(jobs[i:], state), load, state).tolist()
+            if mask is not None and not mask[i - base]:
+                i += 1
+                continue
             job = jobs[i]
+            i += 1
             gpus = placement.place(job, load, state)
             if gpus is None:
                 continue
             pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
+            if load is state.load:
+                load = load.copy()
             load.add(gpus, pred, gpu_share(job.spec))
             actions.append(Start(job.spec.job_id, gpus))
-            started.add(i)
+            started.add(i - 1)
             placement.update(load, state)
             if not placement.any_room():
-                complete = i == len(jobs) - 1
+                complete = i == n
                 break
-            todo = (np.flatnonzero(placement.possible_rows(rows[i + 1:], load, state)) + (i + 1)).tolist()
-            t = 0
+            mask, probe_end = None, min(i + PROBE, n)
         if not complete:
-            self._remember(load, [])
+            self._remember(load, [], state)
         elif started:
-            self._remember(load, [job for i, job in enumerate(jobs) if i not in started])
+            self._remember(load, [job for i, job in enumerate(jobs) if i not in started], state)
         else:
-            self._remember(load, jobs)
+            self._remember(load, jobs, state)
         return actions
 
     def _place_strictly(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
@@ -316,13 +322,15 @@ class OrderedPolicy(Policy):
             if gpus is None:
                 break
             pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
+            if load is state.load:
+                load = load.copy()
             load.add(gpus, pred, gpu_share(job.spec))
             actions.append(Start(job.spec.job_id, gpus))
             placement.update(load, state)
             if not placement.any_room():
                 break
             possible[i + 1:] = placement.possible(jobs[i + 1:], load, state)
-        self._remember(load, [])
+        self._remember(load, [], state)
         return actions
 
     def describe(self) -> dict[str, object]:
