@@ -6,7 +6,7 @@ import pytest
 from policies_fakes import TableTruth, make_state, policy, queue, run_job, spec, starts
 
 from horus.errors import OracleAccessError
-from horus.policies._common import ORDERS, PLACEMENTS
+from horus.policies.ordered import ORDERS, PLACEMENTS
 from horus.policies.base import POLICIES, Preempt, Start
 from horus.policies.compose import make_composed
 from horus.policies.tiresias import queue_index

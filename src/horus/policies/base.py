@@ -1,18 +1,24 @@
-"""Policy interface. A policy reads a SchedulerState and returns actions; backends carry them out.
+"""The policy interface: a policy reads a ``SchedulerState`` and returns actions; backends carry them out.
 
-Most policies are a queue order composed with a placement (``ComposedPolicy``); a policy with its
-own look-ahead (Horus) overrides ``schedule``. Policies never receive a truth model unless they
-set ``is_oracle = True`` (then the backend passes it as ``truth``; such policies are upper bounds).
+Write a policy by subclassing ``Policy`` and registering it in ``POLICIES``. Most policies are a
+queue order x a placement: subclass nothing, register ``make_composed(order, placement)`` instead
+(``horus.policies.ordered``: ``QueueOrder``, ``Placement``, ``OrderedPolicy``). Policies never
+receive a truth model unless they set ``is_oracle = True`` (then the backend passes it through
+``bind_truth``; such policies are upper bounds).
+
+Speed contract: ``schedule`` is called after every batch of simultaneous events, so its cost should
+follow what changed since the last call, not the queue length x the number of GPUs. Policies may keep
+state between calls but must not assume the same ``SchedulerState`` or ``Cluster`` object each time
+(the live service rebuilds the cluster when machines join or leave).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from horus.registry import Registry
-from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+from horus.state import SchedulerState
 
 
 @dataclass(frozen=True)
@@ -46,70 +52,6 @@ class Policy(ABC):
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "oracle": self.is_oracle}
-
-
-class QueueOrder(ABC):
-    """Orders the queue; smaller key first."""
-
-    name: str = "order"
-
-    @abstractmethod
-    def order(self, queue: Sequence[QueuedJob], state: SchedulerState) -> list[QueuedJob]: ...
-
-
-class Placement(ABC):
-    """Chooses GPUs for one job given the planned load, or None if it cannot be placed now."""
-
-    name: str = "placement"
-
-    @abstractmethod
-    def place(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[int, ...] | None: ...
-
-
-class ComposedPolicy(Policy):
-    """Queue order x placement. Walks the ordered queue and places what fits.
-
-    ``backfill=False`` stops at the first job that cannot be placed (strict order); otherwise up to
-    ``max_scan`` queued jobs are tried per call.
-    """
-
-    def __init__(self, order: QueueOrder, placement: Placement, *, backfill: bool = True, max_scan: int = 64,
-                 name: str | None = None) -> None:
-        self.order_rule = order
-        self.placement = placement
-        self.backfill = backfill
-        self.max_scan = max_scan
-        self.name = name or f"{order.name}-{placement.name}"
-
-    def schedule(self, state: SchedulerState) -> list[Action]:
-        if not state.queue:
-            return []
-        jobs = self.order_rule.order(list(state.queue.values()), state)[: self.max_scan]
-        return self.place_in_order(jobs, state.tentative(), state)
-
-    def place_in_order(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
-        """Place ``jobs`` in order on ``load`` (updated as jobs are placed); skip or stop at misfits."""
-        actions: list[Action] = []
-        for job in jobs:
-            gpus = self.placement.place(job, load, state)
-            if gpus is None:
-                if not self.backfill:
-                    break
-                continue
-            pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
-            load.add(gpus, pred, gpu_share(job.spec))
-            actions.append(Start(job.spec.job_id, gpus))
-            if not self.room_left(load, state):
-                break
-        return actions
-
-    def room_left(self, load: GPULoad, state: SchedulerState) -> bool:
-        """Called after each planned start; False stops the walk early (subclasses may know)."""
-        return True
-
-    def describe(self) -> dict[str, object]:
-        return {"name": self.name, "oracle": self.is_oracle, "order": self.order_rule.name,
-                "placement": self.placement.name, "backfill": self.backfill, "max_scan": self.max_scan}
 
 
 POLICIES: Registry[Policy] = Registry("policy")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from horus.plugins import load_all
-from horus.policies._common import ORDERS, PLACEMENTS, OrderedPolicy
+from horus.policies.ordered import ORDERS, PLACEMENTS, OrderedPolicy
 from horus.policies.base import POLICIES, Policy
 
 

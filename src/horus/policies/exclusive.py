@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from horus.policies._common import EPS, PLACEMENTS, FastPlacement, needs_empty_gpu
+from horus.policies.ordered import EPS, PLACEMENTS, Placement, needs_empty_gpu
 from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 
 
 @PLACEMENTS.register("exclusive")
-class ExclusivePlacement(FastPlacement):
+class ExclusivePlacement(Placement):
     """Whole-GPU jobs only on idle GPUs; fractional jobs (``gpu_fraction``) share only with other
     fractional jobs while their shares sum to <= 1 (a whole-GPU job holds share 1.0, so the share
     test alone keeps them apart).
@@ -28,6 +28,12 @@ class ExclusivePlacement(FastPlacement):
 
     def any_room(self) -> bool:
         return self.max_free_share > EPS
+
+    def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
+        """The two summary tests of ``cost_per_gpu`` for all ``jobs`` at once."""
+        k, share, empty = r[:, 0], r[:, 3], r[:, 4] > 0
+        need_idle = (share >= 1.0 - EPS) | empty
+        return ~((need_idle & (k > self.n_idle)) | (share > self.max_free_share + EPS))
 
     def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         spec = job.spec

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from horus.policies._common import ORDERS, FastOrder, fifo_head
+from horus.policies.ordered import ORDERS, QueueOrder, fifo_head
 from horus.state import QueuedJob, SchedulerState
 
 
 @ORDERS.register("fifo")
-class FifoOrder(FastOrder):
-    """Oldest ``queued_since`` first; ties keep queue (insertion) order."""
+class FifoOrder(QueueOrder):
+    """Oldest ``queued_since`` first; ties keep queue (insertion) order. ``head`` reads the queue's
+    first entries (the state keeps them in that order), O(k)."""
 
     name = "fifo"
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from horus.policies._common import PLACEMENTS, FastPlacement, job_predictions, needs_empty_gpu
+from horus.policies.cluster_index import job_predictions
+from horus.policies.ordered import PLACEMENTS, Placement, count_at_least, needs_empty_gpu
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
 
 @PLACEMENTS.register("gandiva")
-class GandivaPlacement(FastPlacement):
+class GandivaPlacement(Placement):
     """Pack jobs onto GPUs whose predicted memory still fits (sum of predicted memory + the new job's
     <= capacity), choosing the GPU with the fewest residents (ties: lowest index). Utilization is
     ignored on purpose: this is the packing baseline (Xiao et al., OSDI 2018, packs by memory and
@@ -27,6 +28,16 @@ class GandivaPlacement(FastPlacement):
 
     def any_room(self) -> bool:
         return self.n_empty > 0 or self.max_free_mib > 0.0
+
+    def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
+        """False when fewer than k GPUs are empty or have room for the job's least predicted memory."""
+        k, mem, empty = r[:, 0], r[:, 1], r[:, 4] > 0
+        ok = k <= self.n_empty
+        rest = ~ok & ~empty
+        if rest.any():
+            shared_free = self.free_mib[load.n_residents > 0]
+            ok[rest] = self.n_empty + count_at_least(shared_free, mem[rest]) >= k[rest]
+        return ok
 
     def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         spec = job.spec

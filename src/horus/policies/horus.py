@@ -22,7 +22,8 @@ class HorusPolicy(Policy):
     Aging: each time a job is started ahead of the current head (oldest waiting job), the head's
     bypass count grows; past ``max_bypass`` only the head may start (the window blocks until it fits),
     so no job starves. A call may start many jobs. Calls are cheap when nothing changed: jobs found
-    unplaceable are remembered until the cluster load changes.
+    unplaceable are remembered until the cluster load changes, and jobs the placement's ``possible``
+    rules out (fewer than k GPUs could take them) are not evaluated.
     """
 
     name = "horus"
@@ -67,9 +68,10 @@ class HorusPolicy(Policy):
             return []
         if self._blocked and not self._unchanged(state):
             self._blocked = set()
+        blocked = self._blocked
         queue_iter = iter(state.queue.values())
-        window = [job for job in islice(queue_iter, self.lookahead)]
-        if all(job.spec.job_id in self._blocked for job in window):
+        window = list(islice(queue_iter, self.lookahead))
+        if blocked and blocked.issuperset([job.spec.job_id for job in window]):
             return []
         load = self.planning_load(state)
         placement = self.placement
@@ -77,22 +79,26 @@ class HorusPolicy(Policy):
         if not placement.any_room():
             self._remember(state, [], window)
             return []
-        choices: dict[str, Choice] = {}
-        for job in window:
-            jid = job.spec.job_id
-            choices[jid] = None if jid in self._blocked else self.choose(job, load, state)
+        planned_on_state = load is state.load and type(self).job_load is HorusPolicy.job_load
+        # The placeable jobs of the window with their choice, in window order (ties: first wins).
+        live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]] = {}
+        fresh = [job for job in window if job.spec.job_id not in blocked] if blocked else window
+        self._choose_into(live, fresh, load, state)
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
+        added = 0  # planned starts already added to ``load``
         while window:
             head = window[0]
-            candidates = window[:1] if self.bypassed.get(head.spec.job_id, 0) > self.max_bypass else window
-            best = min((job for job in candidates if choices[job.spec.job_id] is not None),
-                       key=lambda job: choices[job.spec.job_id][1], default=None)  # type: ignore[index]
-            if best is None:
+            if self.bypassed.get(head.spec.job_id, 0) > self.max_bypass:
+                pick = live.get(head.spec.job_id)  # aging: only the head may start
+            else:
+                pick = min(live.values(), key=lambda entry: entry[1][1], default=None)
+            if pick is None:
                 break
-            gpus = choices.pop(best.spec.job_id)[0]  # type: ignore[index]
+            best, (gpus, _) = pick
+            del live[best.spec.job_id]
             started.append((best, gpus))
             self.note_start(best, gpus, state)
-            window.remove(best)
+            del window[next(i for i, job in enumerate(window) if job is best)]  # by identity: no dataclass ==
             self.bypassed.pop(best.spec.job_id, None)
             if best is not head:
                 self.bypassed[head.spec.job_id] = self.bypassed.get(head.spec.job_id, 0) + 1
@@ -104,26 +110,45 @@ class HorusPolicy(Policy):
             if load is state.load:
                 load = load.copy()  # copy on first write
             load.add(gpus, self.job_load(best, gpus[0], state), gpu_share(best.spec))
+            added += 1
             placement.update(load, state)
             if not placement.any_room():
                 break
+            # Only choices that used the GPUs just loaded can have changed (a job that did not fit
+            # still does not: load only grew), plus the job that refilled the window.
             touched = set(gpus)
-            for job in window:  # only choices that used the GPUs just loaded can have changed
-                choice = choices.get(job.spec.job_id)
-                if job is refill or (choice is not None and touched.intersection(choice[0])):
-                    choices[job.spec.job_id] = self.choose(job, load, state)
-        self._remember(state, started, window)
+            stale = [job for job, choice in live.values() if not touched.isdisjoint(choice[0])]
+            if refill is not None:
+                stale.append(refill)
+            if stale:
+                self._choose_into(live, stale, load, state)
+        planned = load if planned_on_state and load is not state.load else None
+        self._remember(state, started, window, planned, added)
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
 
+    def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
+                     jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> None:
+        """(Re-)evaluate ``jobs`` on ``load``; keep those that fit in ``live`` (in place), drop the rest."""
+        for job, ok in zip(jobs, self.placement.possible(jobs, load, state).tolist()):
+            choice = self.choose(job, load, state) if ok else None
+            if choice is None:
+                live.pop(job.spec.job_id, None)
+            else:
+                live[job.spec.job_id] = (job, choice)
+
     def _remember(self, state: SchedulerState, started: list[tuple[QueuedJob, tuple[int, ...]]],
-                  waiting: list[QueuedJob]) -> None:
-        """Record the load expected at the next call and the jobs that could not start under it."""
+                  waiting: list[QueuedJob], planned: GPULoad | None = None, added: int = 0) -> None:
+        """Record the load expected at the next call and the jobs that could not start under it.
+
+        ``planned``, if given, is ``state.load`` plus the first ``added`` starts, added in the same
+        order with the same predictions (so the very same floats): it is completed instead of copied.
+        """
         self._blocked = {job.spec.job_id for job in waiting}
         if not self._blocked:
             self._expected = None
             return
-        expected = state.tentative()
-        for job, gpus in started:
+        expected = planned if planned is not None else state.tentative()
+        for job, gpus in started[added if planned is not None else 0:]:
             expected.add(gpus, state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(job.spec))
         self._expected = expected
         if len(self.bypassed) > 4 * len(state.queue) + 1024:

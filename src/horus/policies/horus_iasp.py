@@ -18,9 +18,9 @@ import numpy as np
 
 from horus.interference.base import InterferenceModel
 from horus.interference.slowdown import SlowdownEstimator, estimator_for
-from horus.policies._common import select_gpus
+from horus.policies.gpu_selection import select_gpus
 from horus.policies.base import POLICIES
-from horus.policies.geng import ResidentTypes
+from horus.policies.resident_types import ResidentTypes
 from horus.policies.horus import Choice, HorusPolicy
 from horus.state import GPULoad, QueuedJob, SchedulerState
 

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from horus.policies._common import PLACEMENTS, FastPlacement, job_predictions, needs_empty_gpu
+from horus.policies.cluster_index import job_predictions
+from horus.policies.ordered import PLACEMENTS, Placement, count_at_least, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
@@ -30,7 +31,7 @@ class HorusWeights:
 
 
 @PLACEMENTS.register("horus")
-class HorusPlacement(FastPlacement):
+class HorusPlacement(Placement):
     """Best-scored GPU(s) by ``HorusWeights``; infeasible when predicted memory exceeds
     ``1 - mem_margin`` of the card, when a GPU already has ``max_residents`` workers, or when the
     predicted summed utilization would exceed ``util_cap``. An idle GPU always accepts a job (even one
@@ -61,6 +62,8 @@ class HorusPlacement(FastPlacement):
         self._state = state
         self._idle_ready = False
         self._summary_ready = False
+        self._base_ready = False
+        self._fast_gpu: tuple[int, int] | None = None
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
@@ -85,9 +88,11 @@ class HorusPlacement(FastPlacement):
         w = self.weights
         if w.corunners <= w.node_fit:  # the shortcut's premise does not hold for these weights
             return super().evaluate(job, load, state)  # type: ignore[return-value]
-        node = int(np.argmin(np.where(self.node_idle > 0, self.node_idle, np.inf)))
-        gpus = self.idx.node_gpus[node]
-        g = int(gpus[int(np.argmax(self.idle[gpus] & ~self.idx.node_pad[node]))])
+        if self._fast_gpu is None:  # the same GPU for every job until the load changes
+            node = int(np.argmin(np.where(self.node_idle > 0, self.node_idle, np.inf)))
+            gpus = self.idx.node_gpus[node]
+            self._fast_gpu = (int(gpus[int(np.argmax(self.idle[gpus] & ~self.idx.node_pad[node]))]), node)
+        g, node = self._fast_gpu
         pred = self.job_loads(job, state)[0]
         util_after = load.pred_util[g] + pred.util
         cost = (w.util * util_after + w.overload * max(util_after - 1.0, 0.0)
@@ -107,13 +112,18 @@ class HorusPlacement(FastPlacement):
         open_free = np.where(self.open, self.free_mib, -np.inf)
         self.max_free_mib = float(open_free.max()) if len(open_free) else 0.0
         self.min_util_open = float(np.where(open_free > 0, load.pred_util, np.inf).min()) if len(open_free) else np.inf
-        node_idle = self.node_idle
-        w = self.weights
-        # Cost terms that do not depend on the job being placed.
-        self.base_cost = (w.util * load.pred_util + (w.memory * load.pred_mem_mib) * self.inv_cap
-                          + w.corunners * load.n_residents
-                          + (w.node_fit * node_idle / self.idx.node_size)[self.idx.node_of_gpu])
         self._summary_ready = True
+
+    def _ensure_base_cost(self) -> None:
+        """Cost terms that do not depend on the job being placed (needed only to score GPUs)."""
+        if not self._base_ready:
+            if not self._summary_ready:
+                self._summarise()
+            load, w = self._load, self.weights
+            self.base_cost = (w.util * load.pred_util + (w.memory * load.pred_mem_mib) * self.inv_cap
+                              + w.corunners * load.n_residents
+                              + (w.node_fit * self.node_idle / self.idx.node_size)[self.idx.node_of_gpu])
+            self._base_ready = True
 
     def any_room(self) -> bool:
         self._ensure_idle()
@@ -122,6 +132,25 @@ class HorusPlacement(FastPlacement):
         if not self._summary_ready:
             self._summarise()
         return self.max_free_mib > 0.0
+
+    def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
+        """False when fewer than k GPUs are idle or could share with the job's least predicted memory
+        and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries."""
+        self._ensure_idle()
+        k, mem, util, empty = r[:, 0], r[:, 1], r[:, 2], r[:, 4] > 0
+        ok = k <= self.n_idle
+        rest = ~ok & ~empty
+        if rest.any():
+            if not self._summary_ready:
+                self._summarise()
+            mem_r, util_r = mem[rest], util[rest]
+            open_shared = self.open & ~self.idle
+            free, used = self.free_mib[open_shared], load.pred_util[open_shared]
+            keep = (free >= mem_r.min()) & (used + util_r.min() <= self.util_cap)
+            free, used = free[keep], used[keep]
+            fits = (free[None, :] >= mem_r[:, None]) & (used[None, :] + util_r[:, None] <= self.util_cap)
+            ok[rest] = self.n_idle + np.count_nonzero(fits, axis=1) >= k[rest]
+        return ok
 
     def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         if not self._summary_ready:
@@ -137,6 +166,7 @@ class HorusPlacement(FastPlacement):
         u = self.idx.per_gpu(utils)
         m = self.idx.per_gpu([p.mem_mib for p in loads])
         w = self.weights
+        self._ensure_base_cost()
         cost = self.base_cost + w.util * u + (w.memory * m) * self.inv_cap
         util_after = load.pred_util + u
         if self.util_cap > 1.0 or max(utils) > 1.0:

@@ -2,38 +2,32 @@
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Sequence
-
-from horus.policies._common import ORDERS, FastOrder, predicted_remaining_s
+from horus.policies.cluster_index import cluster_index
+from horus.policies.ordered import ORDERS, KeyedOrder
 from horus.state import QueuedJob, SchedulerState
 
 
+def predicted_remaining_s(job: QueuedJob, state: SchedulerState) -> float:
+    """Predicted remaining run time: remaining iterations x predicted iteration time on the main GPU type.
+
+    Progress of a preempted job is estimated from its attained GPU-seconds at the predicted speed
+    (queued jobs carry no iteration count) unless the queue entry exposes ``iterations_done``.
+    """
+    spec = job.spec
+    pred = state.predict(spec, cluster_index(state.cluster).main_type)
+    done = getattr(job, "iterations_done", None)
+    if done is None:
+        done = job.attained_gpu_s / max(spec.num_gpus, 1) / pred.iter_time_s if pred.iter_time_s > 0 else 0.0
+    return max(spec.iterations - done, 0.0) * pred.iter_time_s
+
+
 @ORDERS.register("sjf")
-class SjfOrder(FastOrder):
+class SjfOrder(KeyedOrder):
     """Smallest predicted remaining time first (remaining iterations x predicted iteration time on the
-    GPU type with the most GPUs); ties by ``queued_since``. Keys are cached per queue entry (they do
-    not change while a job waits), so each call costs one key lookup per queued job."""
+    GPU type with the most GPUs); ties by ``queued_since``, then queue order. The key of an entry is
+    computed once, when it joins the queue (``KeyedOrder``)."""
 
     name = "sjf"
 
-    def __init__(self) -> None:
-        # job id -> (queued_since, attained_gpu_s, key); a requeue changes the first two.
-        self._keys: dict[str, tuple[float, float, tuple[float, float]]] = {}
-
-    def _key(self, job: QueuedJob, state: SchedulerState) -> tuple[float, float]:
-        cached = self._keys.get(job.spec.job_id)
-        if cached is None or cached[0] != job.queued_since or cached[1] != job.attained_gpu_s:
-            key = (predicted_remaining_s(job, state), job.queued_since)
-            cached = self._keys[job.spec.job_id] = (job.queued_since, job.attained_gpu_s, key)
-        return cached[2]
-
-    def order(self, queue: Sequence[QueuedJob], state: SchedulerState) -> list[QueuedJob]:
-        if len(self._keys) > 4 * len(state.queue) + 1024:
-            self._keys = {jid: key for jid, key in self._keys.items() if jid in state.queue}
-        return sorted(queue, key=lambda job: self._key(job, state))
-
-    def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
-        if len(state.queue) <= k:
-            return self.order(list(state.queue.values()), state)
-        return heapq.nsmallest(k, state.queue.values(), key=lambda job: self._key(job, state))
+    def key(self, job: QueuedJob, state: SchedulerState) -> tuple[float, float]:
+        return predicted_remaining_s(job, state), job.queued_since

@@ -4,12 +4,13 @@ Learning", NSDI 2019): priority from attained GPU-service, FIFO within a priorit
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from horus.policies._common import ORDERS, PLACEMENTS, FastOrder, FastPlacement, OrderedPolicy
+import numpy as np
+
+from horus.policies.ordered import ORDERS, PLACEMENTS, KeyedOrder, OrderedPolicy
 from horus.policies.base import POLICIES, Action, Preempt, Start
 from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
 
@@ -24,8 +25,10 @@ def queue_index(attained_gpu_s: float, thresholds: Sequence[float]) -> int:
 
 
 @ORDERS.register("tiresias")
-class TiresiasOrder(FastOrder):
-    """By (queue index of attained GPU-seconds, original submit time, queue entry time)."""
+class TiresiasOrder(KeyedOrder):
+    """By (queue index of attained GPU-seconds, original submit time, queue entry time). A waiting
+    job's attained service does not change, so its key is computed once per queue entry (a preempted
+    job re-enters the queue as a new entry with its new service: ``KeyedOrder``)."""
 
     name = "tiresias"
 
@@ -33,17 +36,10 @@ class TiresiasOrder(FastOrder):
         if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
             raise ValueError(f"tiresias thresholds must be positive and ascending, got {list(thresholds)}")
         self.thresholds = tuple(float(t) for t in thresholds)
+        super().__init__()
 
-    def key(self, job: QueuedJob) -> tuple[int, float, float]:
+    def key(self, job: QueuedJob, state: SchedulerState | None = None) -> tuple[int, float, float]:
         return queue_index(job.attained_gpu_s, self.thresholds), job.spec.submit_time, job.queued_since
-
-    def order(self, queue: Sequence[QueuedJob], state: SchedulerState) -> list[QueuedJob]:
-        return sorted(queue, key=self.key)
-
-    def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
-        if len(state.queue) <= k:
-            return self.order(list(state.queue.values()), state)
-        return heapq.nsmallest(k, state.queue.values(), key=self.key)
 
 
 @POLICIES.register("tiresias")
@@ -73,22 +69,37 @@ class TiresiasPolicy(OrderedPolicy):
         if not state.queue:
             return []
         placement = self.placement
-        assert isinstance(placement, FastPlacement)
+        scan_due = state.now >= self._last_preempt_scan + (self.tick_s or 0.0)
+        jobs = self.order_rule.head(state, self.max_scan)
+        if not scan_due and self._all_blocked(jobs, state):
+            return []
         load = state.tentative()
         placement.begin(load, state)
-        scan_due = state.now >= self._last_preempt_scan + (self.tick_s or 0.0)
         if not placement.any_room() and not scan_due:
+            self._remember(load, jobs)
             return []
         actions: list[Action] = []
-        blocked: list[QueuedJob] = []
-        for job in self.order_rule.head(state, self.max_scan):
-            gpus = placement.place(job, load, state) if placement.any_room() else None
+        started: set[int] = set()
+        rows = placement.requests(jobs, state)
+        todo = np.flatnonzero(placement.possible_rows(rows, load, state)).tolist() if placement.any_room() else []
+        t = 0
+        while t < len(todo):
+            i = todo[t]
+            t += 1
+            job = jobs[i]
+            gpus = placement.place(job, load, state)
             if gpus is None:
-                blocked.append(job)
                 continue
             load.add(gpus, state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(job.spec))
             actions.append(Start(job.spec.job_id, gpus))
+            started.add(i)
             placement.update(load, state)
+            if not placement.any_room():
+                break
+            todo = (np.flatnonzero(placement.possible_rows(rows[i + 1:], load, state)) + (i + 1)).tolist()
+            t = 0
+        blocked = [job for i, job in enumerate(jobs) if i not in started] if started else jobs
+        self._remember(load, blocked)
         if blocked and scan_due:
             self._last_preempt_scan = state.now
             actions.extend(self._preemptions(blocked, state, n_idle=int((load.alloc_share <= 1e-9).sum())))

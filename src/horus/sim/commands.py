@@ -77,8 +77,8 @@ def build_truth(name: str, gavel: Path | None, cluster: Any) -> Any:
     from horus.truth.base import TRUTH_MODELS
 
     load_all("horus.truth")
-    import horus.colocation.truth_measured  # noqa: F401  (registers "measured")
-
+    if name not in TRUTH_MODELS:
+        import horus.colocation.truth_measured  # noqa: F401  (registers "measured"; imported only when asked for)
     if name not in TRUTH_MODELS:
         raise HorusInputError("--truth", f"unknown truth model {name!r}; known: {', '.join(TRUTH_MODELS.names())}")
     if name == "gavel":
@@ -97,7 +97,8 @@ def build_predictor(name: str, directory: Path | None) -> Any:
     from horus.predict.base import PREDICTORS
 
     load_all("horus.predict")
-    import horus.learn.predictor  # noqa: F401  (registers "learned")
+    if name not in PREDICTORS:
+        import horus.learn.predictor  # noqa: F401  (registers "learned"; imports scikit-learn, so only when asked for)
     if name not in PREDICTORS:
         raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
     return PREDICTORS.create(name, path=directory) if directory is not None else PREDICTORS.create(name)

@@ -20,7 +20,7 @@ import numpy as np
 from horus.cluster import Cluster, GPUType
 from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
-from horus.policies.base import Action, ComposedPolicy, Placement, QueueOrder
+from reference_policies.base import Action, ComposedPolicy, Placement, QueueOrder
 from horus.predict.base import Prediction
 from horus.registry import Registry
 from horus.state import GPULoad, QueuedJob, SchedulerState

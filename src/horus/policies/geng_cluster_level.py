@@ -1,0 +1,100 @@
+"""geng's cluster level (CLWP): which node, by NLWP cost, op-mix similarity, idle and memory share.
+
+Among nodes with ``k`` eligible GPUs, the lowest ``(NLWP cost) / k + similarity_weight x op-mix
+similarity to the node's co-runners - free_weight x idle fraction + memory_weight x memory
+fraction``; ties (within ``SCORE_TIE``) go to the lowest node index. Similarity = mean cosine of
+op-kind histograms from the catalog (jobs built of the same ops contend for the same units),
+memoised per (model, set of co-runner types); it is looked up only for nodes whose bound can still
+reach the best score.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from horus.catalog import OP_KINDS, load_catalog
+from horus.policies.cluster_index import ClusterIndex
+from horus.policies.geng_node_level import NodeLevel
+from horus.policies.resident_types import ResidentTypes
+from horus.state import QueuedJob, SchedulerState
+
+SCORE_TIE = 1e-12  # node scores closer than this are ties (lowest node index wins)
+
+
+@lru_cache(maxsize=None)
+def op_mix(model: str) -> np.ndarray:
+    """Normalized op-kind histogram of a catalog model (zeros if unknown). Cached; do not modify."""
+    info = load_catalog().get(model)
+    if info is None:
+        return np.zeros(len(OP_KINDS))
+    v = np.array([info.op_counts.get(k, 0) for k in OP_KINDS], dtype=float)
+    norm = np.linalg.norm(v)
+    return v / norm if norm > 0 else v
+
+
+def op_mix_similarity(model: str, corunner_types: frozenset[str]) -> float:
+    """Mean cosine similarity of ``model``'s op mix to each co-runner job type's (0 with none)."""
+    if not corunner_types:
+        return 0.0
+    mix = op_mix(model)
+    return float(np.mean([mix @ op_mix(t.rpartition("/b")[0]) for t in sorted(corunner_types)]))
+
+
+class ClusterLevel:
+    """CLWP: the node (and, through ``NodeLevel``, its GPUs) for a job given its per-GPU losses."""
+
+    def __init__(self, *, similarity_weight: float = 0.2, free_weight: float = 0.1,
+                 memory_weight: float = 0.05) -> None:
+        self.similarity_weight = similarity_weight
+        self.free_weight = free_weight
+        self.memory_weight = memory_weight
+        self._similarity: dict[str, np.ndarray] = {}  # model -> similarity per co-runner set id
+
+    def choose(self, job: QueuedJob, loss: np.ndarray, idx: ClusterIndex, types: ResidentTypes,
+               idle_frac: np.ndarray, mem_frac: np.ndarray, node_level: NodeLevel,
+               state: SchedulerState) -> tuple[int, tuple[int, ...]] | None:
+        """(node, its NLWP GPUs) for ``job``, or None when no node has k eligible GPUs."""
+        k = job.spec.num_gpus
+        padded = np.where(idx.node_pad, np.inf, loss[idx.node_gpus])
+        count = np.isfinite(padded).sum(axis=1)
+        nodes = np.flatnonzero((idx.node_size >= k) & (count >= k))
+        if len(nodes) == 0:
+            return None
+        cost, local = node_level.choose_many(job, nodes, padded[nodes], state)
+        # Score without the similarity term: exact on nodes without co-runners, a lower bound elsewhere
+        # (similarity >= 0). Similarity is looked up only where that bound can still reach the ties.
+        score = (cost / k - self.free_weight * idle_frac[nodes]) + self.memory_weight * mem_frac[nodes]
+        busy = types.set_of_node[nodes] != 0
+        if busy.any():
+            bound = float(score[~busy].min()) if not busy.all() else np.inf
+            need = np.flatnonzero(busy & (score <= bound + SCORE_TIE))
+            score[busy] = np.inf
+            if len(need):
+                similarity = self._similarity_of_sets(job.spec.model, types.set_of_node[nodes[need]], types)
+                score[need] = (((cost[need] / k + self.similarity_weight * similarity)
+                                - self.free_weight * idle_frac[nodes[need]]) + self.memory_weight * mem_frac[nodes[need]])
+        best = int(np.argmax(score <= score.min() + SCORE_TIE))  # lowest node index among the ties
+        first = int(idx.node_first[nodes[best]])
+        return int(nodes[best]), tuple(first + int(i) for i in local[best])
+
+    def _similarity_of_sets(self, model: str, set_ids: np.ndarray, types: ResidentTypes) -> np.ndarray:
+        """Op-mix similarity of ``model`` to each co-runner set, from a per-model table (NaN = not yet known)."""
+        table = self._similarity.get(model)
+        size = len(types.sets)
+        if table is None or len(table) < size:
+            if sum(len(t) for t in self._similarity.values()) > 20_000_000:  # bound memory: start afresh
+                self._similarity = {}
+                table = None
+            grown = np.full(max(2 * size, 64), np.nan)
+            if table is not None:
+                grown[:len(table)] = table
+            table = self._similarity[model] = grown
+        values = table[set_ids]
+        missing = np.isnan(values)
+        if missing.any():
+            for s in np.unique(set_ids[missing]).tolist():
+                table[s] = op_mix_similarity(model, types.sets[s])
+            values = table[set_ids]
+        return values

@@ -1,0 +1,351 @@
+"""Queue order x placement: the one way to build a policy from parts, and the incremental machinery.
+
+* ``QueueOrder``: gives the first ``k`` queued jobs in its order (``head``). ``KeyedOrder`` does it
+  incrementally for orders whose key is fixed while a job waits (SJF, Tiresias' LAS): new queue
+  entries are found at the end of ``state.queue`` (the state keeps arrival/requeue order) and kept in
+  a sorted list; entries that left the queue are dropped when met. A call costs O(k + new entries x
+  log(queue)), not O(queue).
+* ``Placement``: chooses GPUs for one job given the planned load (``cost_per_gpu`` + ``select_gpus``)
+  and keeps a per-call summary of that load (``begin``/``update``) for cheap rejection: ``any_room``
+  (can anything fit at all) and ``possible`` (vectorised over a list of jobs: may this job fit? False
+  only when it certainly cannot, so skipping it changes no decision).
+* ``OrderedPolicy``: walks ``head(max_scan)`` in order and starts what fits (backfill), evaluating
+  only jobs that ``possible`` admits, and returns at once when neither the load nor the jobs it
+  found unplaceable have changed since its last call.
+
+``ORDERS`` and ``PLACEMENTS`` are registries, so ``compose.make_composed("sjf", "horus")`` builds any pair.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from itertools import islice
+
+import numpy as np
+from sortedcontainers import SortedList
+
+from horus.policies.base import Action, Policy, Start
+from horus.policies.cluster_index import ClusterIndex, cluster_index, job_predictions
+from horus.policies.gpu_selection import select_gpus
+from horus.predict.base import Prediction
+from horus.registry import Registry
+from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+
+EPS = 1e-9
+PROBE = 4  # jobs an ordered walk tries directly before asking ``Placement.possible`` about the rest
+
+
+def needs_empty_gpu(job: QueuedJob) -> bool:
+    """A job that already failed out-of-memory is only placed on GPUs with no residents."""
+    return job.oom_failures > 0
+
+
+# ---- queue orders -----------------------------------------------------------------------------
+class QueueOrder(ABC):
+    """Orders the queue; ``head(state, k)`` is what policies call (the first ``k`` jobs)."""
+
+    name: str = "order"
+
+    @abstractmethod
+    def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
+        """The first ``k`` queued jobs in this order."""
+
+    def order(self, queue: Sequence[QueuedJob], state: SchedulerState) -> list[QueuedJob]:
+        """All of ``queue`` in this order (for inspection and tests; policies use ``head``)."""
+        raise NotImplementedError
+
+
+class KeyedOrder(QueueOrder):
+    """Smallest ``key`` first, ties in queue order; the key of an entry must not change while it waits.
+
+    Relies on the ``SchedulerState.queue`` contract: entries are appended when a job (re-)enters the
+    queue and not modified while queued (a requeue makes a new entry; re-entering with a new
+    ``queued_since`` counts as new). Any other change of ``state`` or its cluster rebuilds the list.
+    """
+
+    def __init__(self) -> None:
+        self._state: SchedulerState | None = None
+        self._cluster: object = None
+        self._sorted: SortedList = SortedList()  # (key, seq, job id)
+        self._entries: dict[str, tuple[QueuedJob, float, int, tuple[tuple[float, ...], int, str]]] = {}
+        self._seq = 0  # discovery order = queue order (ties)
+
+    @abstractmethod
+    def key(self, job: QueuedJob, state: SchedulerState) -> tuple[float, ...]:
+        """The job's priority key (smaller first)."""
+
+    def order(self, queue: Sequence[QueuedJob], state: SchedulerState) -> list[QueuedJob]:
+        return sorted(queue, key=lambda job: self.key(job, state))
+
+    def _sync(self, state: SchedulerState) -> None:
+        """Add the entries that joined the queue since the last call (they sit at its end)."""
+        if state is not self._state or state.cluster is not self._cluster:
+            self._state, self._cluster = state, state.cluster
+            self._sorted, self._entries = SortedList(), {}
+        entries = self._entries
+        fresh: list[QueuedJob] = []
+        for job in reversed(state.queue.values()):
+            known = entries.get(job.spec.job_id)
+            if known is not None and known[0] is job and known[1] == job.queued_since and known[2] == job.oom_failures:
+                break
+            fresh.append(job)
+        for job in reversed(fresh):
+            jid = job.spec.job_id
+            old = entries.get(jid)
+            if old is not None:
+                self._sorted.discard(old[3])
+            self._seq += 1
+            item = (self.key(job, state), self._seq, jid)
+            entries[jid] = (job, job.queued_since, job.oom_failures, item)
+            self._sorted.add(item)
+
+    def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
+        self._sync(state)
+        queue, entries = state.queue, self._entries
+        out: list[QueuedJob] = []
+        gone: list[tuple[tuple[float, ...], int, str]] = []
+        for item in self._sorted:
+            jid = item[2]
+            job = queue.get(jid)
+            known = entries.get(jid)
+            if job is None or known is None or known[3] is not item or known[0] is not job:
+                gone.append(item)
+                continue
+            out.append(job)
+            if len(out) == k:
+                break
+        for item in gone:  # left the queue (started) or superseded
+            self._sorted.remove(item)
+            known = entries.get(item[2])
+            if known is not None and known[3] is item:
+                del entries[item[2]]
+        return out
+
+
+# ---- placements -------------------------------------------------------------------------------
+class Placement(ABC):
+    """Chooses GPUs for one job on the planned load, with a per-call summary for cheap rejection.
+
+    Callers call ``begin(load, state)`` once per scheduling call and ``update(load, state)`` after
+    each planned start; ``place``/``evaluate`` then work on that load.
+    """
+
+    name: str = "placement"
+
+    def begin(self, load: GPULoad, state: SchedulerState) -> None:
+        if getattr(self, "idx", None) is None or self.idx.cluster is not state.cluster or getattr(self, "_seen", None) is not state:
+            self.idx: ClusterIndex = cluster_index(state.cluster)
+            self._seen = state
+            self._requests: dict[str, tuple[QueuedJob, int, int]] = {}  # job id -> (entry, oom failures, row)
+            self._request_table = np.zeros((0, 5))
+            self._next_row = 0
+            self._last_jobs: list[QueuedJob] = []
+            self._last_rows = np.zeros((0, 5))
+        self.update(load, state)
+
+    @abstractmethod
+    def update(self, load: GPULoad, state: SchedulerState) -> None:
+        """Recompute the summary after ``load`` changed."""
+
+    @abstractmethod
+    def any_room(self) -> bool:
+        """False when, per the summary, no job at all can be placed (the caller stops)."""
+
+    @abstractmethod
+    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        """One cost per GPU (``inf`` = infeasible), or None when the summary already rules the job out."""
+
+    def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
+        """Per job, False only if it certainly cannot be placed on ``load`` (so skipping it changes nothing)."""
+        return self.possible_rows(self.requests(jobs, state), load, state)
+
+    def possible_rows(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
+        """``possible`` given the jobs' ``requests`` rows (default: all True)."""
+        return np.ones(len(rows), dtype=bool)
+
+    def job_loads(self, job: QueuedJob, state: SchedulerState) -> list[Prediction]:
+        """The job's per-worker load on each GPU type of the cluster (predicted; the oracle: true)."""
+        return job_predictions(job.spec, state, self.idx)
+
+    def requests(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> np.ndarray:
+        """Rows (GPUs, least memory MiB, least utilization over GPU types, GPU share, needs an empty
+        GPU) per job, one per queue entry, computed once and kept in a table."""
+        if jobs == self._last_jobs:  # the same scan as last time (identity first, then value)
+            return self._last_rows
+        index = self._requests
+        if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
+            index.clear()
+            self._next_row = 0
+        slots = []
+        for job in jobs:
+            hit = index.get(job.spec.job_id)
+            if hit is None or hit[0] is not job or hit[1] != job.oom_failures:
+                hit = self._add_request(job, state)
+            slots.append(hit[2])
+        rows = self._request_table[slots]
+        rows.setflags(write=False)
+        self._last_jobs, self._last_rows = list(jobs), rows
+        return rows
+
+    def _add_request(self, job: QueuedJob, state: SchedulerState) -> tuple[QueuedJob, int, int]:
+        slot = self._next_row
+        self._next_row += 1
+        if slot >= len(self._request_table):
+            grown = np.zeros((max(64, 2 * len(self._request_table)), 5))
+            grown[:len(self._request_table)] = self._request_table
+            self._request_table = grown
+        loads = self.job_loads(job, state)
+        self._request_table[slot] = (job.spec.num_gpus, min(p.mem_mib for p in loads), min(p.util for p in loads),
+                                     gpu_share(job.spec), float(needs_empty_gpu(job)))
+        hit = self._requests[job.spec.job_id] = (job, job.oom_failures, slot)
+        return hit
+
+    def evaluate(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[tuple[int, ...], float] | None:
+        """Best GPUs for the job and their mean cost per worker, or None."""
+        if getattr(self, "idx", None) is None or self.idx.cluster is not state.cluster:
+            self.begin(load, state)
+        cost = self.cost_per_gpu(job, load, state)
+        if cost is None:
+            return None
+        found = select_gpus(cost, job.spec.num_gpus, self.idx)
+        if found is None:
+            return None
+        return found[0], found[1] / job.spec.num_gpus
+
+    def place(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[int, ...] | None:
+        found = self.evaluate(job, load, state)
+        return None if found is None else found[0]
+
+
+def count_at_least(values: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """For each threshold, how many ``values`` are >= it (sorted search, O((n + m) log n))."""
+    ordered = np.sort(values)
+    return len(ordered) - np.searchsorted(ordered, thresholds, side="left")
+
+
+# ---- the composed policy ----------------------------------------------------------------------
+class OrderedPolicy(Policy):
+    """Queue order x placement. Walks ``order.head(max_scan)`` and places what fits.
+
+    ``backfill=False`` stops at the first job that cannot be placed (strict order). Jobs that
+    ``placement.possible`` rules out are not evaluated; a call on the same load as the last call's
+    plan, whose jobs were all found unplaceable then, returns at once.
+    """
+
+    def __init__(self, order: QueueOrder, placement: Placement, *, backfill: bool = True, max_scan: int = 64,
+                 name: str | None = None) -> None:
+        self.order_rule = order
+        self.placement = placement
+        self.backfill = backfill
+        self.max_scan = max_scan
+        self.name = name or f"{order.name}-{placement.name}"
+        self._expected: GPULoad | None = None  # the planned load at the end of the last call
+        self._unplaced: list[QueuedJob] = []  # the jobs found unplaceable under _expected, in order
+
+    def schedule(self, state: SchedulerState) -> list[Action]:
+        if not state.queue:
+            return []
+        jobs = self.order_rule.head(state, self.max_scan)
+        self.placement.begin(state.load, state)  # read-only until the first planned start (copy on write)
+        if not self.placement.any_room() or self._all_blocked(jobs, state):
+            return []
+        return self.place_in_order(jobs, state.load, state)
+
+    def _all_blocked(self, jobs: list[QueuedJob], state: SchedulerState) -> bool:
+        """True when exactly these jobs were all found unplaceable on exactly the current load.
+
+        (List equality compares entries by identity first, then by value; equal entries are placed alike.)
+        """
+        return bool(jobs) and jobs == self._unplaced and state.load.equals(self._expected)
+
+    def _remember(self, load: GPULoad, unplaced: list[QueuedJob], state: SchedulerState | None = None) -> None:
+        self._expected = load.copy() if state is not None and load is state.load else load
+        self._unplaced = unplaced
+
+    def place_in_order(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
+        """Place ``jobs`` in order on ``load`` (updated as jobs are placed; ``state.load`` is copied
+        before the first start); skip or stop at misfits.
+
+        Placement is monotone (more load never makes a job fit that did not), so jobs found unplaceable
+        are remembered with the final planned load and not retried while nothing else changes.
+        """
+        if not self.backfill:
+            return self._place_strictly(jobs, load, state)
+        placement = self.placement
+        actions: list[Action] = []
+        started: set[int] = set()
+        n = len(jobs)
+        probe_end = min(PROBE, n)  # the first jobs are tried directly: often one of them fits
+        mask: list[bool] | None = None  # ``possible`` of jobs[base:], computed once probing failed
+        base = 0
+        complete = True  # every job was looked at
+        i = 0
+        while i < n:
+            if mask is None and i >= probe_end:
+                base = i
+                mask = placement.possible_rows(placement.requests(jobs[i:], state), load, state).tolist()
+            if mask is not None and not mask[i - base]:
+                i += 1
+                continue
+            job = jobs[i]
+            i += 1
+            gpus = placement.place(job, load, state)
+            if gpus is None:
+                continue
+            pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
+            if load is state.load:
+                load = load.copy()
+            load.add(gpus, pred, gpu_share(job.spec))
+            actions.append(Start(job.spec.job_id, gpus))
+            started.add(i - 1)
+            placement.update(load, state)
+            if not placement.any_room():
+                complete = i == n
+                break
+            mask, probe_end = None, min(i + PROBE, n)
+        if not complete:
+            self._remember(load, [], state)
+        elif started:
+            self._remember(load, [job for i, job in enumerate(jobs) if i not in started], state)
+        else:
+            self._remember(load, jobs, state)
+        return actions
+
+    def _place_strictly(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
+        """Without backfill: stop at the first job that cannot be placed."""
+        placement = self.placement
+        actions: list[Action] = []
+        possible = placement.possible(jobs, load, state)
+        for i, job in enumerate(jobs):
+            gpus = placement.place(job, load, state) if possible[i] else None
+            if gpus is None:
+                break
+            pred = state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type)
+            if load is state.load:
+                load = load.copy()
+            load.add(gpus, pred, gpu_share(job.spec))
+            actions.append(Start(job.spec.job_id, gpus))
+            placement.update(load, state)
+            if not placement.any_room():
+                break
+            possible[i + 1:] = placement.possible(jobs[i + 1:], load, state)
+        self._remember(load, [], state)
+        return actions
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "oracle": self.is_oracle, "order": self.order_rule.name,
+                "placement": self.placement.name, "backfill": self.backfill, "max_scan": self.max_scan}
+
+
+ORDERS: Registry[QueueOrder] = Registry("queue order")
+PLACEMENTS: Registry[Placement] = Registry("placement")
+
+
+def fifo_head(state: SchedulerState, k: int) -> list[QueuedJob]:
+    """First ``k`` queued jobs in FIFO order.
+
+    ``SchedulerState.queue`` is kept in insertion order = arrival/requeue order, i.e. ascending
+    ``queued_since`` (state.py contract), so no sort is needed.
+    """
+    return list(islice(state.queue.values(), k))

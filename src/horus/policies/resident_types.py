@@ -1,0 +1,109 @@
+"""Job types resident on every GPU, tracked incrementally (used by the interference-aware policies)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from horus.cluster import Cluster
+from horus.interference.slowdown import SlowdownEstimator
+from horus.policies.cluster_index import ClusterIndex, cluster_index
+from horus.state import SchedulerState
+
+
+class ResidentTypes:
+    """Job types resident on every GPU (interned tuples, in arrival order) and per-node co-runner sets.
+
+    Kept in sync with a ``SchedulerState`` incrementally: ``sync`` re-reads only GPUs whose resident
+    count or predicted memory differs from the snapshot taken after the last planned start (a
+    backend changes residents only by finishing/requeueing jobs, which changes both, or by starting
+    what the policy planned, which the snapshot already holds).
+    """
+
+    def __init__(self) -> None:
+        self.sigs: list[tuple[str, ...]] = [()]
+        self._sig_id: dict[tuple[str, ...], int] = {(): 0}
+        self.sets: list[frozenset[str]] = [frozenset()]
+        self._set_id: dict[frozenset[str], int] = {frozenset(): 0}
+        self._state: SchedulerState | None = None
+        self._cluster: Cluster | None = None
+        self._tables: dict[str, np.ndarray] = {}  # job type -> [loss, own] per (signature, GPU type)
+        self._tables_for: SlowdownEstimator | None = None
+        self._tables_types = 0
+
+    def _intern(self, types: tuple[str, ...]) -> int:
+        sid = self._sig_id.get(types)
+        if sid is None:
+            sid = self._sig_id[types] = len(self.sigs)
+            self.sigs.append(types)
+        return sid
+
+    def _intern_set(self, types: frozenset[str]) -> int:
+        sid = self._set_id.get(types)
+        if sid is None:
+            sid = self._set_id[types] = len(self.sets)
+            self.sets.append(types)
+        return sid
+
+    def sync(self, state: SchedulerState) -> None:
+        """Bring the per-GPU types in line with ``state`` (residents + nothing planned)."""
+        cur = state.load
+        if state is not self._state or state.cluster is not self._cluster:
+            self._state, self._cluster = state, state.cluster
+            self.idx = cluster_index(state.cluster)
+            self.sig_of_gpu = np.zeros(state.cluster.num_gpus, dtype=np.int64)
+            self.set_of_node = np.zeros(self.idx.num_nodes, dtype=np.int64)
+            changed = np.arange(state.cluster.num_gpus)
+        else:
+            changed = np.flatnonzero((cur.n_residents != self._n) | (cur.pred_mem_mib != self._mem))
+        running, residents = state.running, state.residents
+        for g in changed.tolist():
+            self.sig_of_gpu[g] = self._intern(tuple(running[j].spec.job_type for j in residents[g]))
+        self._n = cur.n_residents.copy()
+        self._mem = cur.pred_mem_mib.copy()
+        if len(changed):
+            self._refresh_nodes(np.unique(self.idx.node_of_gpu[changed]))
+
+    def add(self, gpus: tuple[int, ...], job_type: str, mem_mib: float) -> None:
+        """Record one planned worker of ``job_type`` on each of ``gpus`` (as ``GPULoad.add`` does)."""
+        for g in gpus:
+            self.sig_of_gpu[g] = self._intern((*self.sigs[self.sig_of_gpu[g]], job_type))
+        idx = list(gpus)
+        self._n[idx] += 1
+        self._mem[idx] += mem_mib
+        self._refresh_nodes(np.unique(self.idx.node_of_gpu[idx]))
+
+    def _refresh_nodes(self, nodes: np.ndarray) -> None:
+        node_gpus, pad = self.idx.node_gpus, self.idx.node_pad
+        for n in nodes.tolist():
+            sigs = self.sig_of_gpu[node_gpus[n][~pad[n]]]
+            self.set_of_node[n] = self._intern_set(frozenset(t for s in set(sigs.tolist()) for t in self.sigs[s]))
+
+    def added_losses(self, estimator: SlowdownEstimator, job_type: str, gpus: np.ndarray,
+                     idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
+        """(loss, own throughput) of ``job_type`` joining the residents of each of ``gpus``.
+
+        Looked up in a per-job-type table indexed by (resident signature, GPU type); only entries
+        never needed before call ``estimator.added_loss``.
+        """
+        n_types = len(idx.types)
+        if self._tables_for is not estimator or self._tables_types != n_types:
+            self._tables_for, self._tables_types, self._tables = estimator, n_types, {}
+        keys = self.sig_of_gpu[gpus] * n_types + idx.type_of_gpu[gpus]
+        table = self._tables.get(job_type)
+        size = len(self.sigs) * n_types
+        if table is None or table.shape[1] < size:
+            if sum(t.size for t in self._tables.values()) > 20_000_000:  # bound memory: start afresh
+                self._tables = {}
+                table = None
+            grown = np.full((2, max(2 * size, 64)), np.nan)
+            if table is not None:
+                grown[:, :table.shape[1]] = table
+            table = self._tables[job_type] = grown
+        values = table[:, keys]
+        missing = np.isnan(values[0])
+        if missing.any():
+            for key in np.unique(keys[missing]).tolist():
+                sig, t = divmod(key, n_types)
+                table[:, key] = estimator.added_loss(job_type, self.sigs[sig], idx.types[t])
+            values = table[:, keys]
+        return values[0], values[1]

@@ -1,0 +1,47 @@
+"""Exclusive (YARN-CS-style) placement: one whole-GPU job per GPU, consolidated on few nodes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference_policies._common import EPS, PLACEMENTS, FastPlacement, needs_empty_gpu
+from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+
+
+@PLACEMENTS.register("exclusive")
+class ExclusivePlacement(FastPlacement):
+    """Whole-GPU jobs only on idle GPUs; fractional jobs (``gpu_fraction``) share only with other
+    fractional jobs while their shares sum to <= 1 (a whole-GPU job holds share 1.0, so the share
+    test alone keeps them apart).
+
+    Choice: fewest nodes, then best fit -- the node with the fewest idle GPUs that still fits, which
+    keeps whole nodes free for large jobs. Fractional jobs go where the leftover share is smallest.
+    """
+
+    name = "exclusive"
+
+    def update(self, load: GPULoad, state: SchedulerState) -> None:
+        self.idle = load.alloc_share <= EPS
+        self.n_idle = int(self.idle.sum())
+        self.max_free_share = float(1.0 - load.alloc_share.min()) if len(load.alloc_share) else 0.0
+        self.node_idle = np.bincount(self.idx.node_of_gpu, weights=self.idle, minlength=self.idx.num_nodes)
+
+    def any_room(self) -> bool:
+        return self.max_free_share > EPS
+
+    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        spec = job.spec
+        share = gpu_share(spec)
+        whole = share >= 1.0 - EPS
+        if (whole or needs_empty_gpu(job)) and spec.num_gpus > self.n_idle:
+            return None
+        if share > self.max_free_share + EPS:
+            return None
+        after = load.alloc_share + share
+        feasible = self.idle if needs_empty_gpu(job) else after <= 1.0 + EPS
+        allowed = self.idx.allowed(spec)
+        if allowed is not None:
+            feasible = feasible & allowed
+        node_idle = self.node_idle[self.idx.node_of_gpu]
+        cost = node_idle if whole else (1.0 - after) + 1e-3 * node_idle
+        return np.where(feasible, cost, np.inf)

@@ -1,0 +1,21 @@
+"""FIFO queue order: by time of (re-)entering the queue, stable."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from reference_policies._common import ORDERS, FastOrder, fifo_head
+from horus.state import QueuedJob, SchedulerState
+
+
+@ORDERS.register("fifo")
+class FifoOrder(FastOrder):
+    """Oldest ``queued_since`` first; ties keep queue (insertion) order."""
+
+    name = "fifo"
+
+    def order(self, queue: Sequence[QueuedJob], state: SchedulerState) -> list[QueuedJob]:
+        return sorted(queue, key=lambda job: job.queued_since)
+
+    def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
+        return fifo_head(state, k)

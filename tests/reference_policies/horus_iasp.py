@@ -1,0 +1,77 @@
+"""``horus-iasp``: the Horus policy with an interference model's predicted slowdown in the GPU cost.
+
+Reuses ``HorusPolicy`` (look-ahead, aging) and ``HorusPlacement`` (utilization/memory cost and
+feasibility) unchanged and adds, on every GPU that already has residents,
+``interference_weight x`` the total normalized throughput lost (the job's own drop plus the
+residents' drop, ``SlowdownEstimator.added_loss``). A GPU where the job is predicted to run below
+``min_throughput`` of its solo speed is ruled out. The interference model is a trained one
+(``model_dir``: IASP or IAPP from ``horus interference train``) or, by default, the unfitted
+summed-utilization rule (``horus.interference.slowdown``; ``describe`` says which).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from horus.interference.base import InterferenceModel
+from horus.interference.slowdown import SlowdownEstimator, estimator_for
+from reference_policies._common import select_gpus
+from reference_policies.base import POLICIES
+from reference_policies.geng import ResidentTypes
+from reference_policies.horus import Choice, HorusPolicy
+from horus.state import GPULoad, QueuedJob, SchedulerState
+
+
+@POLICIES.register("horus-iasp")
+class HorusIASPPolicy(HorusPolicy):
+    name = "horus-iasp"
+
+    def __init__(self, *, model_dir: str | Path | None = None, model: InterferenceModel | None = None,
+                 interference_weight: float = 1.0,
+                 min_throughput: float = 0.4, util_cap: float = 1.5, **kwargs: Any) -> None:
+        super().__init__(util_cap=util_cap, **kwargs)
+        self.model_dir = model_dir
+        self.model = model
+        self.interference_weight = interference_weight
+        self.min_throughput = min_throughput
+        self.estimator: SlowdownEstimator | None = None
+        self.types = ResidentTypes()  # residents' job types per GPU, planned starts included
+
+    def describe(self) -> dict[str, Any]:
+        source = self.estimator.describe() if self.estimator else {
+            "interference_source": str(self.model_dir) if self.model_dir else "fallback: unfitted summed-utilization"}
+        return {**super().describe(), "interference_weight": self.interference_weight,
+                "min_throughput": self.min_throughput, **source}
+
+    def planning_load(self, state: SchedulerState) -> GPULoad:
+        if self.estimator is None:
+            self.estimator = estimator_for(self.model_dir, state.predictor, self.model)
+        self.types.sync(state)
+        return super().planning_load(state)
+
+    def note_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState) -> None:
+        pred = self.job_load(job, gpus[0], state)
+        self.types.add(gpus, job.spec.job_type, pred.mem_mib)
+
+    def residents(self, gpu: int, state: SchedulerState) -> list[str]:
+        """Job types on ``gpu``: running ones, then those planned in this call (arrival order)."""
+        return list(self.types.sigs[self.types.sig_of_gpu[gpu]])
+
+    def choose(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> Choice:
+        placement = self.placement
+        if not hasattr(placement, "idx") or placement.idx.cluster is not state.cluster:
+            placement.begin(load, state)
+        cost = placement.cost_per_gpu(job, load, state)
+        if cost is None:
+            return None
+        assert self.estimator is not None
+        shared = np.flatnonzero(np.isfinite(cost) & (load.n_residents > 0))
+        if len(shared):
+            lost, own = self.types.added_losses(self.estimator, job.spec.job_type, shared, placement.idx)
+            cost = np.array(cost, dtype=float)
+            cost[shared] = np.where(own < self.min_throughput, np.inf,
+                                    cost[shared] + self.interference_weight * lost)
+        return select_gpus(cost, job.spec.num_gpus, placement.idx)

@@ -1,0 +1,124 @@
+"""Tiresias-style discretised 2D-LAS (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
+Learning", NSDI 2019): priority from attained GPU-service, FIFO within a priority queue, preemptive.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Sequence
+from typing import Any
+
+from reference_policies._common import ORDERS, PLACEMENTS, FastOrder, FastPlacement, OrderedPolicy
+from reference_policies.base import POLICIES, Action, Preempt, Start
+from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
+
+# Queue boundaries in attained GPU-seconds (queue 0 below 1 GPU-hour, queue 1 below 10 GPU-hours,
+# queue 2 above). Tiresias tunes K and the thresholds per trace; these are our defaults.
+DEFAULT_THRESHOLDS_GPU_S: tuple[float, ...] = (3600.0, 36000.0)
+
+
+def queue_index(attained_gpu_s: float, thresholds: Sequence[float]) -> int:
+    """Priority queue of a job with this attained service (0 = highest priority)."""
+    return bisect_right(thresholds, attained_gpu_s)
+
+
+@ORDERS.register("tiresias")
+class TiresiasOrder(FastOrder):
+    """By (queue index of attained GPU-seconds, original submit time, queue entry time)."""
+
+    name = "tiresias"
+
+    def __init__(self, thresholds: Sequence[float] = DEFAULT_THRESHOLDS_GPU_S) -> None:
+        if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
+            raise ValueError(f"tiresias thresholds must be positive and ascending, got {list(thresholds)}")
+        self.thresholds = tuple(float(t) for t in thresholds)
+
+    def key(self, job: QueuedJob) -> tuple[int, float, float]:
+        return queue_index(job.attained_gpu_s, self.thresholds), job.spec.submit_time, job.queued_since
+
+    def order(self, queue: Sequence[QueuedJob], state: SchedulerState) -> list[QueuedJob]:
+        return sorted(queue, key=self.key)
+
+    def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
+        if len(state.queue) <= k:
+            return self.order(list(state.queue.values()), state)
+        return heapq.nsmallest(k, state.queue.values(), key=self.key)
+
+
+@POLICIES.register("tiresias")
+class TiresiasPolicy(OrderedPolicy):
+    """Tiresias order + exclusive placement, preemptive.
+
+    Each call first starts what fits in priority order (with backfill). Then, at most once per
+    ``tick_s`` of simulated time, for the highest-priority waiting jobs that could not start it
+    preempts running jobs of a strictly lower-priority queue (lowest priority, most service first)
+    when that frees enough GPUs. Preempted GPUs are used at the next call, not in the same one
+    (a call never starts a job on GPUs it preempts). Starvation promotion (the paper's PromoteKnob)
+    is not modelled.
+    """
+
+    def __init__(self, *, thresholds: Sequence[float] = DEFAULT_THRESHOLDS_GPU_S, tick_s: float = 300.0,
+                 max_scan: int = 64, max_preempt_for: int = 4, placement: str = "exclusive") -> None:
+        super().__init__(TiresiasOrder(thresholds), PLACEMENTS.create(placement), backfill=True,
+                         max_scan=max_scan, name="tiresias")
+        self.tick_s = tick_s
+        self.max_preempt_for = max_preempt_for
+        self._last_preempt_scan = float("-inf")
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "thresholds_gpu_s": list(self.order_rule.thresholds), "tick_s": self.tick_s}
+
+    def schedule(self, state: SchedulerState) -> list[Action]:
+        if not state.queue:
+            return []
+        placement = self.placement
+        assert isinstance(placement, FastPlacement)
+        load = state.tentative()
+        placement.begin(load, state)
+        scan_due = state.now >= self._last_preempt_scan + (self.tick_s or 0.0)
+        if not placement.any_room() and not scan_due:
+            return []
+        actions: list[Action] = []
+        blocked: list[QueuedJob] = []
+        for job in self.order_rule.head(state, self.max_scan):
+            gpus = placement.place(job, load, state) if placement.any_room() else None
+            if gpus is None:
+                blocked.append(job)
+                continue
+            load.add(gpus, state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(job.spec))
+            actions.append(Start(job.spec.job_id, gpus))
+            placement.update(load, state)
+        if blocked and scan_due:
+            self._last_preempt_scan = state.now
+            actions.extend(self._preemptions(blocked, state, n_idle=int((load.alloc_share <= 1e-9).sum())))
+        return actions
+
+    def _preemptions(self, blocked: list[QueuedJob], state: SchedulerState, n_idle: int) -> list[Preempt]:
+        thresholds = self.order_rule.thresholds
+        running: list[tuple[int, float, RunningJob]] = []
+        for run in state.running.values():
+            attained = run.attained(state.now)
+            running.append((queue_index(attained, thresholds), attained, run))
+        running.sort(key=lambda item: (-item[0], -item[1]))  # lowest priority, most service first
+        chosen: set[str] = set()
+        preempts: list[Preempt] = []
+        for job in blocked[: self.max_preempt_for]:
+            level = queue_index(job.attained_gpu_s, thresholds)
+            need = job.spec.num_gpus
+            victims: list[RunningJob] = []
+            freed = n_idle
+            for victim_level, _, run in running:
+                if freed >= need or victim_level <= level:
+                    break
+                if run.spec.job_id in chosen or gpu_share(run.spec) < 1.0:
+                    continue
+                victims.append(run)
+                freed += len(run.gpus)
+            if freed < need:
+                continue
+            for run in victims:
+                chosen.add(run.spec.job_id)
+                preempts.append(Preempt(run.spec.job_id))
+            n_idle = freed - need  # GPUs left over for the next blocked job
+        return preempts
