@@ -2,7 +2,7 @@
 
 Two ways to ask the policy, both its own logic (nothing re-implemented here):
 
-* **placement path** (policies whose decision for one job is their ``FastPlacement``'s ``evaluate``:
+* **placement path** (policies whose decision for one job is their ``Placement``'s ``evaluate``:
   ``horus``, ``sjf-horus``, ``fifo-exclusive``, ``gandiva``, ``tiresias``...): one vectorised
   ``placement.cost_per_gpu`` over every GPU, then on each node the ``k`` cheapest feasible GPUs, which is
   what ``select_gpus`` picks on a cost restricted to that node. Cost: microseconds per node.
@@ -30,8 +30,8 @@ from horus.jobs import JobSpec
 from horus.k8s.model import ClusterModel
 from horus.k8s.protocol import MAX_SCORE, MIN_SCORE
 from horus.plugins import load_all
-from horus.policies._common import FastPlacement
-from horus.policies.base import POLICIES, ComposedPolicy, Policy, Start
+from horus.policies.ordered import OrderedPolicy, Placement
+from horus.policies.base import POLICIES, Policy, Start
 from horus.policies.horus import HorusPolicy
 from horus.state import QueuedJob
 
@@ -156,14 +156,14 @@ class _Recorder:
         raise PreemptionUnsupported(job_id)
 
 
-def placement_of(policy: Policy) -> FastPlacement | None:
+def placement_of(policy: Policy) -> Placement | None:
     """The policy's placement when one job's decision is exactly ``placement.evaluate``, else None."""
     if isinstance(policy, HorusPolicy):
         same = all(getattr(type(policy), hook) is getattr(HorusPolicy, hook)
                    for hook in ("choose", "job_load", "planning_load"))
-        return policy.placement if same and isinstance(policy.placement, FastPlacement) else None
-    if isinstance(policy, ComposedPolicy) and isinstance(policy.placement, FastPlacement):
-        return policy.placement if type(policy.placement).place is FastPlacement.place else None
+        return policy.placement if same and isinstance(policy.placement, Placement) else None
+    if isinstance(policy, OrderedPolicy) and isinstance(policy.placement, Placement):
+        return policy.placement if type(policy.placement).place is Placement.place else None
     return None
 
 
