@@ -9,7 +9,7 @@ GAVEL=$SHARED/gavel/simulation_throughputs.json
 OUT=experiments/results
 mkdir -p "$OUT" results
 
-echo "1. default run: embedded workload, parametric truth, analytic predictor, every policy"
+echo "1. default run: embedded workload, parametric truth (calibrated law), physical predictor, every policy"
 horus simulate --json --no-progress --out results/default > "$OUT/simulate_default.json"
 
 if [ -f "$GAVEL" ]; then
