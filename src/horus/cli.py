@@ -18,7 +18,8 @@ from horus.errors import HorusInputError
 
 DESCRIPTION = ("Horus: simulate and schedule deep-learning training jobs on GPU clusters, co-locating jobs where "
                "their predicted interference is low. Start with 'horus simulate' (no arguments: the embedded "
-               "default workload and cluster); 'horus COMMAND --help' explains each command.")
+               "default workload and cluster); run real jobs with 'horus serve' and 'horus submit -- CMD' "
+               "(no GPU here: 'horus serve --fake-gpus 4'); 'horus COMMAND --help' explains each command.")
 EPILOG = "Bad input ends with one line 'horus: error: FILE: WHERE: what was expected' and exit code 2."
 
 # Modules that contribute subcommands, in help order. Missing modules are skipped.
