@@ -332,3 +332,20 @@ def test_profile_campaign_where_nothing_succeeded_fails(tmp_path: Path) -> None:
         _fail_if_nothing_succeeded(tmp_path)
     (tmp_path / SOLO_FILE).write_text(json.dumps({"status": "ok", "error": ""}) + "\n")
     _fail_if_nothing_succeeded(tmp_path)
+
+
+def test_measured_truth_from_the_cli_needs_its_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--truth measured` used to end in a TypeError traceback; now its tables are options, checked first."""
+    from horus.cli import main
+
+    fixture = Path(__file__).parent / "fixtures" / "coloc_synthetic"
+    out = tmp_path / "out"
+    assert main(["simulate", "--truth", "measured", "--no-progress", "--out", str(out)]) == 2
+    assert "needs --profiles FILE" in capsys.readouterr().err
+    assert main(["simulate", "--profiles", str(fixture / "solo.csv"), "--out", str(out)]) == 2
+    assert "--profiles: is read only with --truth measured" in capsys.readouterr().err
+    assert main(["simulate", "--truth", "measured", "--profiles", str(fixture / "solo.csv"), "--colocation",
+                 str(fixture / "colocation.csv"), "--no-progress", "--out", str(out)]) == 2
+    err = capsys.readouterr().err  # the embedded workload's job types were not measured in the fixture
+    assert err.startswith("horus: error:") and "unknown to truth model 'measured'" in err and err.count("\n") == 1
+    assert not out.exists()

@@ -48,8 +48,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="cluster spec YAML, or for --format openb the openb node CSV (default: embedded 8x8 V100)")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
                    help="policy to run (repeatable; default: every registered policy)")
-    p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
+    p.add_argument("--truth", default="parametric",
+                   help="truth model: parametric (default), gavel (--gavel) or measured (--profiles, --colocation)")
     p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--profiles", type=Path, help="solo profile table (horus profile) for --truth measured")
+    p.add_argument("--colocation", type=Path, help="co-location table (horus profile colocate) for --truth measured")
     p.add_argument("--interference-scale", type=float, default=1.0, metavar="S",
                    help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)); 0 = free, 1 = the truth (default)")
     p.add_argument("--predictor", default="physical",
@@ -71,7 +74,8 @@ def _embedded(name: str) -> Path:
     return Path(str(resources.files("horus.data").joinpath(name)))
 
 
-def build_truth(name: str, gavel: Path | None, cluster: Any) -> Any:
+def build_truth(name: str, gavel: Path | None, cluster: Any, profiles: Path | None = None,
+                colocation: Path | None = None) -> Any:
     from horus.errors import HorusInputError
     from horus.plugins import load_all
     from horus.truth.base import TRUTH_MODELS
@@ -88,6 +92,11 @@ def build_truth(name: str, gavel: Path | None, cluster: Any) -> Any:
 
         keys = sorted({GAVEL_GPU_KEYS[t.name] for t in cluster.gpu_types() if t.name in GAVEL_GPU_KEYS} or {"v100"})
         return TRUTH_MODELS.create(name, path=gavel, gpus=keys)
+    if name == "measured":
+        if profiles is None:
+            raise HorusInputError("--truth measured", "needs --profiles FILE (and optionally --colocation FILE), "
+                                                      "the tables written by horus profile / horus profile colocate")
+        return TRUTH_MODELS.create(name, solo_path=profiles, coloc_path=colocation)
     return TRUTH_MODELS.create(name)
 
 
@@ -144,6 +153,9 @@ def _check_options(args: argparse.Namespace) -> None:
                                           "in horus format)")
     if args.gavel is not None and args.truth != "gavel":
         raise HorusInputError("--gavel", f"is read only with --truth gavel (got --truth {args.truth})")
+    for option, value in (("--profiles", args.profiles), ("--colocation", args.colocation)):
+        if value is not None and args.truth != "measured":
+            raise HorusInputError(option, f"is read only with --truth measured (got --truth {args.truth})")
     if args.predictor_dir is not None and args.predictor != "learned":
         raise HorusInputError("--predictor-dir", f"is read only with --predictor learned (got --predictor "
                                                  f"{args.predictor})")
@@ -229,7 +241,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     from horus.sim.engine import SimConfig
     from horus.sim.runner import run_comparison  # matplotlib: seconds to import
 
-    truth = build_truth(args.truth, args.gavel, cluster)
+    truth = build_truth(args.truth, args.gavel, cluster, args.profiles, args.colocation)
     if args.interference_scale != 1.0:
         from horus.truth.scaled import ScaledInterference
 
