@@ -39,7 +39,7 @@ from horus.errors import HorusInputError
 from horus.gpu_types import GPUSpec, gpu_spec
 from horus.jobs import JobSpec
 from horus.predict.base import PREDICTORS, Prediction, Predictor
-from horus.predict.workload import HOST, KERNEL, MATRIX, RNN_SUFFIX, Workload, catalog_workload
+from horus.predict.workload import HOST, KERNEL, RNN_SUFFIX, Workload, catalog_workload
 
 MIB = 1024.0 * 1024.0
 OPT_BYTES: dict[str, float] = {"sgd": 3.0, "momentum": 5.0, "adam": 7.0, "adamw": 7.0, "adadelta": 7.0}

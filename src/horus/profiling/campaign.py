@@ -12,7 +12,6 @@ A campaign file is YAML or JSON. Either a list of solo configurations, or a mapp
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

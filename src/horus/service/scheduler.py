@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -537,6 +536,3 @@ class LiveScheduler:
             run = self.state.running.get(job_id)
             return None if run is None else (run.iterations_done, run.observed_rate)
 
-
-def finite_or_none(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
