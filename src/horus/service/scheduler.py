@@ -321,15 +321,17 @@ class LiveScheduler:
         return min(1.0, tick) if tick else 1.0
 
     def _expire_agents(self, now: float) -> None:
-        lost = [a for a in self.agents.values() if now - a.last_seen > self.lease_s]
-        if not lost:
-            return
-        for agent in lost:
-            log.warning("agent %s missed its lease (%.0f s): its jobs are requeued", agent.name, self.lease_s)
-            self.store.agent_lost(agent.name, now)
-            del self.agents[agent.name]
-            self.metrics.agents_lost.inc()
-        self.rebuild()  # running attempts on lost agents are requeued there, attained service kept
+        lost = [a.name for a in self.agents.values() if now - a.last_seen > self.lease_s]
+        for name in lost:
+            self._forget_agent(name, f"missed its lease ({self.lease_s:.0f} s)", now)
+        if lost:
+            self.rebuild()  # running attempts on lost agents are requeued there, attained service kept
+
+    def _forget_agent(self, name: str, reason: str, now: float) -> None:
+        log.warning("agent %s lost (%s): its jobs are requeued", name, reason)
+        self.store.agent_lost(name, now)
+        del self.agents[name]
+        self.metrics.agents_lost.inc()
 
     def lose_agent(self, name: str, reason: str) -> bool:
         """Declare agent ``name`` lost now (a backend that knows a machine died need not wait for its lease);
@@ -337,10 +339,7 @@ class LiveScheduler:
         with self.lock:
             if name not in self.agents:
                 return False
-            log.warning("agent %s lost (%s): its jobs are requeued", name, reason)
-            self.store.agent_lost(name, self.clock())
-            del self.agents[name]
-            self.metrics.agents_lost.inc()
+            self._forget_agent(name, reason, self.clock())
             self.rebuild()
             return True
 
