@@ -13,8 +13,12 @@ import secrets
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from horus.errors import HorusInputError
+
+if TYPE_CHECKING:
+    from horus.service.scheduler import LiveScheduler
 
 log = logging.getLogger("horus.service")
 
@@ -129,10 +133,7 @@ def serve(config: ServeConfig) -> int:
     return 0
 
 
-def _scheduling_loop(scheduler: object, stop: threading.Event) -> None:
-    from horus.service.scheduler import LiveScheduler
-
-    assert isinstance(scheduler, LiveScheduler)
+def _scheduling_loop(scheduler: LiveScheduler, stop: threading.Event) -> None:
     while not stop.is_set():
         scheduler.wake_scheduler.wait(scheduler.tick_s())
         scheduler.wake_scheduler.clear()

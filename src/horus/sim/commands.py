@@ -32,7 +32,6 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
 INTERFERENCE_POLICIES: tuple[str, ...] = ("geng", "horus-iasp")  # policies taking model_dir=
 _HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
 _PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share", "goodput"}
-_BOUNDS = {"makespan_s": "makespan_lower_bound_s", "mean_jct_s": "mean_jct_lower_bound_s"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -114,26 +113,22 @@ def build_predictor(name: str, directory: Path | None) -> Any:
 
 
 def format_table(summary: dict[str, dict[str, float]]) -> str:
-    """A fixed-width comparison table, one row per policy (times in hours, shares in percent)."""
+    """A fixed-width comparison table, one row per policy (times in hours, shares in percent), and the
+    lower bounds every policy's run shares (``horus.sim.report.BOUNDS``) as a last row."""
+    from horus.sim.report import BOUNDS
+
+    def cell(key: str, value: float | None, fmt: str) -> str:
+        if value is None:
+            return "-"
+        return fmt.format(value / 3600 if key in _HOURS else value * 100 if key in _PERCENT else value)
+
     headers = ["policy", *(h for _, h, _ in SUMMARY_COLUMNS)]
-    rows = []
-    for policy, metrics in summary.items():
-        row = [policy]
-        for key, _, fmt in SUMMARY_COLUMNS:
-            value = metrics.get(key)
-            if value is None:
-                row.append("-")
-                continue
-            value = value / 3600 if key in _HOURS else value * 100 if key in _PERCENT else value
-            row.append(fmt.format(value))
-        rows.append(row)
+    rows = [[policy, *(cell(key, metrics.get(key), fmt) for key, _, fmt in SUMMARY_COLUMNS)]
+            for policy, metrics in summary.items()]
     first = next(iter(summary.values()), {})
-    if any(bound in first for bound in _BOUNDS.values()):  # every policy ran the same jobs: one bound row
-        row = ["lower bound"]
-        for key, _, fmt in SUMMARY_COLUMNS:
-            value = first.get(_BOUNDS.get(key, ""))
-            row.append("-" if value is None else fmt.format(value / 3600 if key in _HOURS else value))
-        rows.append(row)
+    if any(bound in first for bound in BOUNDS.values()):  # every policy ran the same jobs: one bound row
+        rows.append(["lower bound", *(cell(key, first.get(BOUNDS.get(key, "")), fmt)
+                                      for key, _, fmt in SUMMARY_COLUMNS)])
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
