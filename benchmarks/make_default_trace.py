@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from horus.traces.base import RawJob
-from horus.traces.sampler import GAVEL_JOB_TYPES, SAMPLERS, split_job_type
+from horus.traces.generate import draw_sizes_and_durations, trace_rows
+from horus.traces.sampler import GAVEL_JOB_TYPES, SAMPLERS
 
 PARAMS: dict[str, object] = {
     "seed": 1,  # of seeds 1-3 and 2024, the one whose bursts reach 1.2-1.5x offered load (see summary)
@@ -66,20 +67,12 @@ def generate(params: dict[str, object]) -> tuple[list[dict[str, object]], dict[s
     n, horizon = int(params["num_jobs"]), float(params["horizon_s"])  # type: ignore[arg-type]
     bursts: list[list[float]] = params["burst_windows_h"]  # type: ignore[assignment]
     submit = arrival_times(rng, n, horizon, bursts, float(params["burst_factor"]))  # type: ignore[arg-type]
-    counts: dict[str, float] = params["gpu_counts"]  # type: ignore[assignment]
-    gpus = rng.choice([int(k) for k in counts], size=n, p=np.array(list(counts.values())) / sum(counts.values()))
-    duration = np.clip(rng.lognormal(np.log(float(params["duration_median_s"])), float(params["duration_sigma"]), n),
-                       float(params["duration_min_s"]), float(params["duration_max_s"])).round()
-    jobs = [RawJob(f"job-{i:04d}", float(t), int(g), float(d))
+    gpus, duration = draw_sizes_and_durations(
+        rng, n, params["gpu_counts"], float(params["duration_median_s"]),  # type: ignore[arg-type]
+        float(params["duration_sigma"]), float(params["duration_min_s"]), float(params["duration_max_s"]))
+    jobs = [RawJob(f"job-{i:04d}", float(t - submit[0]), int(g), float(d))
             for i, (t, g, d) in enumerate(zip(submit, gpus, duration))]
-    sampler = SAMPLERS.create(str(params["sampler"]))
-    types = sampler.assign(jobs, GAVEL_JOB_TYPES, rng)
-    rows = []
-    for job, key in zip(jobs, types):
-        model, batch = split_job_type(key)
-        rows.append({"job_id": job.job_id, "submit_time": round(job.submit_time - submit[0], 1),
-                     "num_gpus": job.num_gpus, "model": model, "batch_size": batch,
-                     "duration_s": int(job.duration_s or 0)})
+    rows = trace_rows(jobs, SAMPLERS.create(str(params["sampler"])).assign(jobs, GAVEL_JOB_TYPES, rng))
     load = offered_load(submit, duration, gpus, int(params["cluster_gpus"]), horizon)  # type: ignore[arg-type]
     summary = {
         "gpu_hours": round(float((gpus * duration).sum()) / 3600, 1),

@@ -95,11 +95,8 @@ def generate_workload(spec: WorkloadSpec) -> tuple[list[dict[str, object]], dict
     spec.check()
     rng = np.random.default_rng(spec.seed)
     n = spec.num_jobs
-    sizes = np.array([int(k) for k in spec.gpu_counts])
-    weights = np.array(list(spec.gpu_counts.values()), dtype=float)
-    gpus = rng.choice(sizes, size=n, p=weights / weights.sum())
-    duration = np.clip(rng.lognormal(np.log(spec.duration_median_s), spec.duration_sigma, n),
-                       spec.duration_min_s, spec.duration_max_s).round()
+    gpus, duration = draw_sizes_and_durations(rng, n, spec.gpu_counts, spec.duration_median_s, spec.duration_sigma,
+                                              spec.duration_min_s, spec.duration_max_s)
     demand = gpus * duration
     if spec.kind == "stream":
         rate = spec.load * spec.cluster_gpus / float(demand.mean())  # jobs per second
@@ -108,13 +105,7 @@ def generate_workload(spec: WorkloadSpec) -> tuple[list[dict[str, object]], dict
     else:
         submit = np.zeros(n)
     jobs = [RawJob(f"job-{i:06d}", float(t), int(g), float(d)) for i, (t, g, d) in enumerate(zip(submit, gpus, duration))]
-    types = _mix(spec.mix)
-    keys = SAMPLERS.create(spec.sampler).assign(jobs, types, rng)
-    rows = []
-    for job, key in zip(jobs, keys):
-        model, batch = split_job_type(key)
-        rows.append({"job_id": job.job_id, "submit_time": round(job.submit_time, 1), "num_gpus": job.num_gpus,
-                     "model": model, "batch_size": batch, "duration_s": int(job.duration_s or 0)})
+    rows = trace_rows(jobs, SAMPLERS.create(spec.sampler).assign(jobs, _mix(spec.mix), rng))
     span = float(submit[-1]) if spec.kind == "stream" and n > 1 else 0.0
     summary: dict[str, object] = {
         "gpu_hours": round(float(demand.sum()) / 3600, 2),
@@ -125,6 +116,27 @@ def generate_workload(spec: WorkloadSpec) -> tuple[list[dict[str, object]], dict
         "duration_s_quartiles": [float(np.percentile(duration, q)) for q in (25, 50, 75)],
     }
     return rows, summary
+
+
+def draw_sizes_and_durations(rng: np.random.Generator, n: int, gpu_counts: dict[str, float], median_s: float,
+                             sigma: float, min_s: float, max_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """GPU counts by weight, then run times alone on the reference GPU (log-normal, clipped, whole seconds),
+    drawn in that order from ``rng`` (the default workload's generator draws the same way)."""
+    sizes = np.array([int(k) for k in gpu_counts])
+    weights = np.array(list(gpu_counts.values()), dtype=float)
+    gpus = rng.choice(sizes, size=n, p=weights / weights.sum())
+    duration = np.clip(rng.lognormal(np.log(median_s), sigma, n), min_s, max_s).round()
+    return gpus, duration
+
+
+def trace_rows(jobs: list[RawJob], job_types: list[str]) -> list[dict[str, object]]:
+    """horus-format rows of ``jobs`` (submit times as given, rounded to 0.1 s) with their sampled job types."""
+    rows = []
+    for job, key in zip(jobs, job_types):
+        model, batch = split_job_type(key)
+        rows.append({"job_id": job.job_id, "submit_time": round(job.submit_time, 1), "num_gpus": job.num_gpus,
+                     "model": model, "batch_size": batch, "duration_s": int(job.duration_s or 0)})
+    return rows
 
 
 def _mix(name: str) -> tuple[str, ...]:
