@@ -111,6 +111,15 @@ class AgentInfo:
     telemetry: dict[int, dict[str, float]] = field(default_factory=dict)  # local GPU index -> observed
     progress_saved: float = 0.0  # when this agent's reported progress was last written to the store
 
+    by_index: dict[int, dict[str, Any]] = field(init=False, repr=False)  # local GPU index -> description
+
+    def __post_init__(self) -> None:
+        self.by_index = {int(d["index"]): d for d in self.gpus}
+
+    def gpu(self, local: int) -> dict[str, Any]:
+        """The description of local GPU ``local`` (empty if the agent did not describe it)."""
+        return self.by_index.get(local, {})
+
 
 @dataclass
 class LiveJob:
@@ -404,13 +413,12 @@ class LiveScheduler:
                 continue
             local = [i for a, i in live.placement if a == name]
             agent = self.agents[name]
-            by_index = {int(d["index"]): d for d in agent.gpus}
             gpus = tuple(self.gpu_index[(name, i)] for i in local)
             pred = self.state.predict(self.state.running[key].spec, self.cluster.gpus[gpus[0]].gpu_type)
             master = self.agents[agents[0]].hostname if agents[0] in self.agents else ""
             out.append({
                 "job_id": key, "attempt": live.attempt, "command": live.row.command, "env": live.row.env, "cwd": live.row.cwd,
-                "gpu_indices": local, "gpu_uuids": [str(by_index.get(i, {}).get("uuid", i)) for i in local],
+                "gpu_indices": local, "gpu_uuids": [str(agent.gpu(i).get("uuid", i)) for i in local],
                 "node_rank": agents.index(name), "nnodes": len(agents), "master": master,
                 "start_iteration": live.start_iteration, "job_token": self.job_token(key, live.attempt),
                 "server_url": self.server_url,
@@ -514,7 +522,7 @@ class LiveScheduler:
             gpus = []
             for g, (agent_name, local) in enumerate(self.gpu_map):
                 agent = self.agents[agent_name]
-                desc = next((d for d in agent.gpus if int(d["index"]) == local), {})
+                desc = agent.gpu(local)
                 observed = agent.telemetry.get(local, {})
                 gpus.append({
                     "index": g, "agent": agent_name, "local_index": local, "uuid": str(desc.get("uuid", "")),
