@@ -77,7 +77,7 @@ class SchedulerCore:
         """Ask the policy what to do now, check every action and hand it to the executor, in order."""
         state = self.state
         state.now = now
-        if not state.queue:  # with nothing queued there is nothing to start: the policy is not asked
+        if not state.queue and not self.policy.acts_on_running:  # nothing to start: the policy is not asked
             self.last_started = 0
             return []
         began = time.perf_counter()

@@ -41,6 +41,9 @@ class Policy(ABC):
     # If set, backends also call ``schedule`` every ``tick_s`` seconds while jobs wait (e.g. for
     # preemptive policies whose priorities change with attained service).
     tick_s: float | None = None
+    # If True, backends ask ``schedule`` even when nothing is queued (policies that move running jobs:
+    # unpacking a bad co-location, migrating to a GPU that became idle).
+    acts_on_running: bool = False
 
     @abstractmethod
     def schedule(self, state: SchedulerState) -> list[Action]:

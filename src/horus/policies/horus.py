@@ -1,4 +1,6 @@
-"""The Horus policy: look-ahead over the first K queued jobs with the interference-aware placement."""
+"""``horus-paper``: the original Horus rule -- look-ahead over the first K queued jobs with the placement cost
+from predicted utilization, memory and co-runners (summed predicted utilization under a cap). Kept for
+reference; ``horus`` (``horus_adaptive``) co-locates only where predicted gain and avoided wait pay."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 Choice = tuple[tuple[int, ...], float] | None
 
 
-@POLICIES.register("horus")
+@POLICIES.register("horus-paper")
 class HorusPolicy(Policy):
     """Look at the first ``lookahead`` queued jobs (FIFO order); repeatedly start the (job, GPUs) pair
     of lowest cost per worker among them, refilling the window from the queue, until none fits.
@@ -26,7 +28,7 @@ class HorusPolicy(Policy):
     rules out (fewer than k GPUs could take them) are not evaluated.
     """
 
-    name = "horus"
+    name = "horus-paper"
 
     def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, util_cap: float = 1.0,
                  mem_margin: float = 0.05, max_residents: int = 4, weights: dict[str, float] | None = None,

@@ -100,6 +100,21 @@ class KeyedOrder(QueueOrder):
             entries[jid] = (job, job.queued_since, job.oom_failures, item)
             self._sorted.add(item)
 
+    def tail(self, state: SchedulerState, k: int) -> list[QueuedJob]:
+        """The last ``k`` queued jobs in this order, last first (stale entries are skipped, not dropped)."""
+        self._sync(state)
+        queue, entries = state.queue, self._entries
+        out: list[QueuedJob] = []
+        for item in reversed(self._sorted):
+            job = queue.get(item[2])
+            known = entries.get(item[2])
+            if job is None or known is None or known[3] is not item or known[0] is not job:
+                continue
+            out.append(job)
+            if len(out) == k:
+                break
+        return out
+
     def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
         self._sync(state)
         queue, entries = state.queue, self._entries

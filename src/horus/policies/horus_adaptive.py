@@ -1,0 +1,403 @@
+"""``horus``: co-locate only where it pays, learn from what running jobs show, undo what does not pay.
+
+A queue order (``sjf`` by predicted remaining time by default; ``fifo`` and Tiresias' LAS compose the
+same way) walks the queue. Each job takes idle GPUs when there are any (exclusive placement:
+consolidated, best fit). Otherwise a single-GPU job may join a busy GPU, but only when
+
+* the set's predicted combined normalized throughput, minus ``kappa`` times its uncertainty, exceeds
+  the residents' current combined throughput by ``margin`` or more (``horus.policies.observed``: the
+  running mean observed for that type set, else the prior -- by default the untrained summed-utilization
+  rule on predicted utilization -- corrected by each type's observed residual); and
+* co-locating shortens expected completion: the wait it avoids (when enough GPUs are predicted to
+  free up for the jobs ahead of it and itself, from running jobs' remaining iterations and observed
+  rates) exceeds the time lost to interference while they overlap (overlap x lost throughput);
+* memory fits with ``mem_margin`` of the card spare, at most ``max_residents`` share a GPU, and no
+  multi-GPU job is involved (gang-aware: a gang runs at its slowest worker and slowing one GPU of it
+  costs every GPU it holds, so gangs only take idle GPUs and single jobs never join a gang's GPU).
+
+Each call first reads telemetry (``ObservedThroughput.observe``), then **unpacks** GPUs whose observed
+combined throughput is below ``unpack_below`` (the newest resident is preempted and, if a GPU is idle,
+restarted there at once), and after placing **migrates**: while GPUs stay idle, the co-located job with
+the most remaining work (more than ``migrate_min_s`` of it) moves to an idle GPU (a preemption plus a
+checkpoint-restore stall). The policy never reads the truth. ``horus-paper`` keeps the original rule
+(summed predicted utilization under a cap, look-ahead over the queue) for reference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from horus.interference.slowdown import estimator_for
+from horus.plugins import load_all
+from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
+from horus.policies.cluster_index import cluster_index
+from horus.policies.exclusive import ExclusivePlacement
+from horus.policies.gpu_selection import select_gpus
+from horus.policies.observed import ObservedThroughput
+from horus.policies.ordered import EPS, ORDERS, needs_empty_gpu
+from horus.policies.sjf import SjfOrder, predicted_remaining_s
+from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+
+
+@dataclass
+class _Snapshot:
+    free_at: np.ndarray  # predicted seconds until each busy GPU is idle, ascending
+    first_end: np.ndarray  # per GPU: predicted seconds until its first resident ends (inf when idle)
+    x_now: dict[str, float]  # believed normalized throughput of co-located running jobs
+
+    def wait(self, gpus_needed: int) -> float:
+        """Predicted wait until ``gpus_needed`` GPUs have freed up (inf if never)."""
+        if gpus_needed <= 0:
+            return 0.0
+        return float(self.free_at[gpus_needed - 1]) if gpus_needed <= len(self.free_at) else math.inf
+
+
+@dataclass
+class _Plan:
+    types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types started on it this call
+    started: set[str] = field(default_factory=set)
+
+
+class AdaptiveHorusPolicy(Policy):
+    """Exclusive first; co-locate a single-GPU job only where predicted gain and avoided wait pay; unpack
+    and migrate from telemetry. See the module docstring."""
+
+    acts_on_running = True
+
+    def __init__(self, *, order: str = "sjf", margin: float = 0.1, kappa: float = 1.0, max_residents: int = 3,
+                 mem_margin: float = 0.1, unpack_below: float = 1.0, migrate: bool = True,
+                 migrate_min_s: float = 600.0, max_scan: int = 64, background: int = 8, gangs: str = "observed",
+                 critical_path: bool = True, horizon_refresh_s: float = 300.0, interference_model: str | None = None,
+                 prior_sigma: float = 0.15, colocate: bool = True, name: str | None = None) -> None:
+        if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
+            raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
+        load_all("horus.policies")
+        self.order_rule = ORDERS.create(order)
+        self.exclusive = ExclusivePlacement()
+        self.margin, self.kappa = margin, kappa
+        self.max_residents = max_residents
+        self.mem_margin = mem_margin
+        self.unpack_below = unpack_below
+        self.migrate = migrate
+        self.migrate_min_s = migrate_min_s
+        self.max_scan = max_scan
+        self.background = background
+        if gangs not in ("off", "observed", "on"):
+            raise ValueError(f"gangs must be off, observed or on, got {gangs!r}")
+        self.gangs = gangs
+        self.critical_path = critical_path
+        self.horizon_refresh_s = horizon_refresh_s
+        self._horizon, self._horizon_at, self._horizon_state = 0.0, -math.inf, None
+        self.background_order = SjfOrder()
+        self.model_dir = interference_model
+        self.prior_sigma = prior_sigma
+        self.colocate = colocate and max_residents > 1
+        self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
+        self.tracker: ObservedThroughput | None = None
+        self._predictor: object = None
+        self.unpacked = 0
+        self.migrated = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "oracle": False, "order": self.order_rule.name, "margin": self.margin,
+                "kappa": self.kappa, "max_residents": self.max_residents, "mem_margin": self.mem_margin,
+                "unpack_below": self.unpack_below, "migrate": self.migrate, "migrate_min_s": self.migrate_min_s,
+                "colocate": self.colocate, "max_scan": self.max_scan, "background": self.background, "gangs": self.gangs, "critical_path": self.critical_path,
+                **(self.tracker.describe() if self.tracker else {"interference_model": self.model_dir})}
+
+    # ---- the decision step ----------------------------------------------------------------------
+    def schedule(self, state: SchedulerState) -> list[Action]:
+        if self.tracker is None or self._predictor is not state.predictor:
+            self.tracker = ObservedThroughput(estimator_for(self.model_dir, state.predictor),
+                                              prior_sigma=self.prior_sigma)
+            self._predictor = state.predictor
+        self.tracker.observe(state)
+        self.idx = cluster_index(state.cluster)
+        actions: list[Action] = []
+        load = state.load
+        moved: list[tuple[str, int]] = []  # (job id, GPU it leaves) stopped this call
+        if self.colocate:
+            load = self._unpack(state, load, actions, moved)
+        blocked = 0
+        if state.queue:
+            load, blocked = self._place_queue(state, load, actions)
+        if self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
+            self._migrate(state, load, actions, moved)
+        return actions
+
+    # ---- introspection: undo co-locations that do not pay ---------------------------------------
+    def _unpack(self, state: SchedulerState, load: GPULoad, actions: list[Action],
+                moved: list[tuple[str, int]]) -> GPULoad:
+        assert self.tracker is not None
+        shared = np.flatnonzero(load.n_residents >= 2)
+        for g in shared.tolist():
+            residents = state.residents[g]
+            runs = [state.running[j] for j in residents]
+            if any(r.spec.num_gpus > 1 for r in runs):
+                continue
+            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
+            if est.observed and est.combined < self.unpack_below:
+                newest = max(runs, key=lambda r: (r.start_time, r.spec.job_id))
+                load = self._stop(newest.spec.job_id, state, load, actions)
+                moved.append((newest.spec.job_id, g))
+                self.unpacked += 1
+        return load
+
+    def _stop(self, job_id: str, state: SchedulerState, load: GPULoad, actions: list[Action]) -> GPULoad:
+        run = state.running[job_id]
+        if load is state.load:
+            load = load.copy()
+        load.add(run.gpus, state.predict(run.spec, state.cluster.gpus[run.gpus[0]].gpu_type), gpu_share(run.spec), -1)
+        actions.append(Preempt(job_id))
+        return load
+
+    # ---- placing queued jobs ---------------------------------------------------------------------
+    def _place_queue(self, state: SchedulerState, load: GPULoad, actions: list[Action]) -> tuple[GPULoad, int]:
+        """Start what pays in queue order, then try the longest waiting jobs as background co-runners;
+        returns the planned load and how many GPUs the jobs left waiting need."""
+        excl = self.exclusive
+        excl.begin(load, state)
+        plan = _Plan()
+        blocked_gpus = 0
+        snap: _Snapshot | None = None
+        for job in self._critical(state) + self.order_rule.head(state, self.max_scan):
+            if job.spec.job_id in plan.started:
+                continue
+            spec = job.spec
+            gpus = excl.place(job, load, state) if excl.any_room() else None
+            if gpus is None and self._may_share(job):
+                snap = snap or self._snapshot(state)
+                idle_now = int((load.n_residents == 0).sum())
+                gpus = self._colocation(job, load, state, snap.wait(blocked_gpus + spec.num_gpus - idle_now), snap,
+                                        plan)
+            if gpus is None:
+                blocked_gpus += spec.num_gpus
+                continue
+            load = self._plan_start(job, gpus, state, load, plan, actions)
+        if self.colocate and self.background and blocked_gpus:
+            snap = snap or self._snapshot(state)
+            for job in self.background_order.tail(state, self.background):
+                if job.spec.job_id in plan.started or not self._may_share(job):
+                    continue
+                gpus = self._colocation(job, load, state, snap.wait(blocked_gpus), snap, plan)
+                if gpus is not None:
+                    load = self._plan_start(job, gpus, state, load, plan, actions)
+        return load, blocked_gpus
+
+    def _critical(self, state: SchedulerState) -> list[QueuedJob]:
+        """The longest queued jobs whose predicted run time reaches past the remaining work horizon (all
+        predicted work left, queued and running, spread over the cluster's GPUs): started later, they would
+        set the makespan, so they go first, longest first. The horizon is refreshed every
+        ``horizon_refresh_s`` seconds of state time."""
+        if not self.critical_path:
+            return []
+        if state.now - self._horizon_at >= self.horizon_refresh_s or self._horizon_state is not state:
+            work = sum(predicted_remaining_s(job, state) * job.spec.num_gpus for job in state.queue.values())
+            for run in state.running.values():
+                if run.observed_rate > 0:
+                    work += max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate * run.spec.num_gpus
+            self._horizon = work / max(state.cluster.num_gpus, 1)
+            self._horizon_at, self._horizon_state = state.now, state
+        out = []
+        for job in self.background_order.tail(state, 8):
+            if predicted_remaining_s(job, state) < self._horizon:
+                break
+            out.append(job)
+        return out
+
+    def _may_share(self, job: QueuedJob) -> bool:
+        return (self.colocate and not needs_empty_gpu(job) and gpu_share(job.spec) >= 1.0 - EPS
+                and (job.spec.num_gpus == 1 or self.gangs != "off"))
+
+    def _plan_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState, load: GPULoad,
+                    plan: _Plan, actions: list[Action]) -> GPULoad:
+        spec = job.spec
+        if load is state.load:
+            load = load.copy()
+        load.add(gpus, state.predict(spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(spec))
+        self.exclusive.update(load, state)
+        for g in gpus:
+            plan.types.setdefault(g, []).append(spec.job_type)
+        plan.started.add(spec.job_id)
+        actions.append(Start(spec.job_id, gpus))
+        return load
+
+    def _snapshot(self, state: SchedulerState) -> _Snapshot:
+        """Running jobs seen once per call: when GPUs free up, when each GPU's first resident ends, and
+        each job's believed current normalized throughput (a gang's: its slowest GPU's)."""
+        assert self.tracker is not None
+        n = state.cluster.num_gpus
+        last, first = np.zeros(n), np.full(n, np.inf)
+        x_now: dict[str, float] = {}
+        for g in np.flatnonzero(state.load.n_residents >= 2).tolist():
+            runs = [state.running[j] for j in state.residents[g]]
+            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
+            for r, x in zip(runs, est.x):
+                jid = r.spec.job_id
+                x_now[jid] = min(x_now.get(jid, 1.0), x)
+        for run in state.running.values():
+            spec = run.spec
+            rate = run.observed_rate
+            if not rate > 0:
+                pred = state.predict(spec, state.cluster.gpus[run.gpus[0]].gpu_type)
+                rate = 1.0 / pred.iter_time_s if pred.iter_time_s > 0 else math.inf
+            left = max(spec.iterations - run.iterations_done, 0.0) / rate
+            for g in run.gpus:
+                last[g] = max(last[g], left)
+                first[g] = min(first[g], left)
+        busy = state.load.n_residents > 0
+        return _Snapshot(np.sort(last[busy]), first, x_now)
+
+    def _colocation(self, job: QueuedJob, load: GPULoad, state: SchedulerState, wait: float, snap: _Snapshot,
+                    plan: _Plan) -> tuple[int, ...] | None:
+        """GPUs where starting ``job`` now (sharing at least one) pays most, or None.
+
+        Per candidate GPU: the job's predicted throughput there and the throughput its residents lose
+        (a gang resident loses on all its GPUs: ``k x`` the drop of its slowest worker). The job's
+        throughput is its slowest GPU's. Accept when (gain - kappa x sigma) >= margin per GPU and the
+        wait avoided exceeds the overlap x the throughput lost (both per GPU of the job).
+        """
+        assert self.tracker is not None
+        spec, idx, k = job.spec, self.idx, job.spec.num_gpus
+        mem = idx.per_gpu([state.predict(spec, t).mem_mib for t in idx.types])
+        shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
+                     & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
+        idle = load.n_residents == 0
+        allowed = idx.allowed(spec)
+        if allowed is not None:
+            shared_ok &= allowed
+            idle = idle & allowed
+        shared = np.flatnonzero(shared_ok)
+        if not len(shared) or len(shared) + int(idle.sum()) < k:
+            return None
+        own = np.ones(len(load.n_residents))  # the job's throughput per GPU (1 on idle GPUs)
+        drop = np.zeros(len(own))  # throughput the residents lose per GPU
+        sigma = np.zeros(len(own))
+        known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed
+        cache: dict[tuple[int, tuple[str, ...], tuple[str, ...]], tuple[float, float, float, bool] | None] = {}
+        for g in shared.tolist():
+            ids = state.residents[g]
+            extra = plan.types.get(g, [])
+            singles = all(state.running[j].spec.num_gpus == 1 for j in ids)
+            if singles:  # the same set on the same GPU type gives the same answer
+                key = (int(idx.type_of_gpu[g]), tuple(sorted(state.running[j].spec.job_type for j in ids)),
+                       tuple(extra))
+                found = cache.get(key, False)
+                if found is False:
+                    found = cache[key] = self._join(spec.job_type, g, ids, extra, state, snap)
+            else:
+                found = self._join(spec.job_type, g, ids, extra, state, snap)
+            if found is None:
+                shared_ok[g] = False
+                continue
+            own[g], drop[g], sigma[g], known[g] = found
+        gain_per_gpu = own - drop
+        feasible = (shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)) | (idle if k > 1 else False)
+        if k == 1:
+            cost = np.where(feasible, -gain_per_gpu, np.inf)
+        else:
+            cost = np.where(feasible, 1.0 - gain_per_gpu, np.inf)
+        found_gpus = select_gpus(cost, k, idx)
+        if found_gpus is None:
+            return None
+        gpus = found_gpus[0]
+        chosen = np.array(gpus)
+        if not shared_ok[chosen].any():
+            return None  # all idle: exclusive placement would have taken them
+        if k > 1 and self.gangs == "observed" and not known[chosen[shared_ok[chosen]]].all():
+            return None  # a gang shares only where the sets it joins were seen to pay
+        x_job = float(own[chosen].min())
+        gain = k * x_job - float(drop[chosen].sum())
+        if gain - self.kappa * float(sigma[chosen].max()) < k * self.margin:
+            return None
+        loss = max(0.0, k - gain)
+        overlap = min(predicted_remaining_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
+        if k * wait - overlap * loss <= 0:
+            return None
+        return gpus
+
+    def _join(self, job_type: str, g: int, ids: list[str], extra: list[str], state: SchedulerState,
+              snap: _Snapshot) -> tuple[float, float, float, bool] | None:
+        """(the job's throughput on GPU g, the residents' summed throughput loss, uncertainty, observed?) if it
+        joins."""
+        assert self.tracker is not None
+        runs = [state.running[j] for j in ids]
+        gpu_type = state.cluster.gpus[g].gpu_type
+        types = [r.spec.job_type for r in runs] + list(extra)
+        before = self.tracker.estimate(types, gpu_type)
+        after = self.tracker.estimate([*types, job_type], gpu_type)
+        lost = 0.0
+        for i, run in enumerate(runs):
+            k_r = run.spec.num_gpus
+            now = snap.x_now.get(run.spec.job_id, 1.0) if k_r > 1 else before.x[i]
+            lost += k_r * max(0.0, now - min(now, after.x[i]))
+        for i in range(len(runs), len(types)):
+            lost += max(0.0, before.x[i] - after.x[i])
+        return after.x[-1], lost, after.sigma, after.observed > 0
+
+    # ---- migration: spread co-located jobs onto GPUs that went idle --------------------------------
+    def _migrate(self, state: SchedulerState, load: GPULoad, actions: list[Action],
+                 moved: list[tuple[str, int]]) -> None:
+        idle = load.n_residents == 0
+        restarted = {a.job_id for a in actions if isinstance(a, Start)}
+        stopped = [jid for jid, _ in moved if jid not in restarted]
+        if not idle.any() or (not stopped and not (state.load.n_residents >= 2).any()):
+            return
+        movers: list[tuple[float, str]] = [(math.inf, jid) for jid in stopped]  # unpacked jobs go first
+        stopping = {jid for jid, _ in moved}
+        for g in np.flatnonzero(load.n_residents >= 2).tolist():
+            runs = [state.running[j] for j in state.residents[g] if j not in stopping]
+            if len(runs) < 2 or any(r.spec.num_gpus > 1 for r in runs):
+                continue
+            for run in runs:
+                if not run.observed_rate > 0:
+                    continue
+                left = max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate
+                if left >= self.migrate_min_s:
+                    movers.append((left, run.spec.job_id))
+        movers.sort(key=lambda m: (-m[0], m[1]))
+        seen: set[int] = set()
+        for _, jid in movers:
+            if not idle.any():
+                break
+            run = state.running[jid]
+            if run.gpus[0] in seen and jid not in stopped:
+                continue  # one move per shared GPU per call: the others' rates change
+            spec = run.spec
+            feasible = idle.copy()
+            allowed = self.idx.allowed(spec)
+            if allowed is not None:
+                feasible &= allowed
+            same_type = feasible & (self.idx.type_of_gpu == self.idx.type_of_gpu[run.gpus[0]])
+            pool = np.flatnonzero(same_type if same_type.any() else feasible)
+            if not len(pool):
+                continue
+            target = int(pool[0])
+            if jid not in stopped:
+                actions.append(Preempt(jid))
+                seen.add(run.gpus[0])
+                self.migrated += 1
+            actions.append(Start(jid, (target,)))
+            idle[target] = False
+
+
+@POLICIES.register("horus")
+def horus(**kwargs: Any) -> Policy:
+    """Shortest predicted job first; co-locate where predicted gain and avoided wait pay; unpack and migrate."""
+    return AdaptiveHorusPolicy(**{"order": "sjf", **kwargs})
+
+
+@POLICIES.register("horus-fifo")
+def horus_fifo(**kwargs: Any) -> Policy:
+    """``horus`` with a FIFO queue order (backfilling)."""
+    return AdaptiveHorusPolicy(**{"order": "fifo", **kwargs})
+
+
+@POLICIES.register("horus-las")
+def horus_las(**kwargs: Any) -> Policy:
+    """``horus`` with Tiresias' discretised least-attained-service order (no preemption by priority)."""
+    return AdaptiveHorusPolicy(**{"order": "tiresias", **kwargs})
