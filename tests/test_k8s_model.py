@@ -25,7 +25,10 @@ PREDICTOR = PodPredictor(AnalyticPredictor())
     ("NVIDIA-A100-SXM4-80GB", 81920, "A100-80GB"), ("NVIDIA-A100-PCIE-40GB", 40960, "A100-40GB"),
     ("NVIDIA-A10", 23028, "A10"), ("NVIDIA-A10G", None, "A10"), ("Tesla-T4", 15360, "T4"),
     ("NVIDIA-H100-80GB-HBM3", 81559, "H100"), ("NVIDIA-H200", None, "H200"), ("Tesla-P100-PCIE-16GB", None, "P100"),
-    ("Tesla-K80", None, "K80"), ("NVIDIA-GeForce-RTX-4090", 24564, None),
+    ("Tesla-K80", None, "K80"), ("NVIDIA-GeForce-RTX-4090", 24564, "RTX4090"),
+    ("NVIDIA-GeForce-RTX-3090", None, "RTX3090"),
+    ("NVIDIA-RTX-A6000", 49140, "RTX-A6000"), ("NVIDIA-L4", 23034, "L4"), ("NVIDIA-L40S", 46068, "L40S"),
+    ("NVIDIA-GeForce-RTX-3060", 12288, None),
 ])
 def test_gfd_product_labels_map_to_presets(product: str, memory: int | None, expected: str | None) -> None:
     found = preset_for_product(product, memory)
@@ -35,8 +38,8 @@ def test_gfd_product_labels_map_to_presets(product: str, memory: int | None, exp
 def test_node_gpus_from_labels() -> None:
     info = node_gpus(gpu_node("a", 8, product="NVIDIA-A100-SXM4-80GB", memory=81920))
     assert info.problem is None and info.num_gpus == 8 and info.gpu_type.name == "A100-80GB"
-    odd = node_gpus(gpu_node("b", 2, product="NVIDIA-GeForce-RTX-4090", memory=24564))
-    assert odd.gpu_type.name == "NVIDIA-GeForce-RTX-4090" and odd.gpu_type.memory_mib == 24564
+    odd = node_gpus(gpu_node("b", 2, product="NVIDIA-GeForce-RTX-3060", memory=12288))
+    assert odd.gpu_type.name == "NVIDIA-GeForce-RTX-3060" and odd.gpu_type.memory_mib == 12288
     assert odd.gpu_type.speed == 1.0
     assert "no GPUs" in node_gpus(cpu_node("c")).problem
     unknown = gpu_node("d", 2, product="Mystery", memory=None)

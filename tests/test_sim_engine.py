@@ -49,7 +49,7 @@ def test_two_jobs_sharing_a_gpu_are_rerated_on_arrival_and_departure() -> None:
     assert s["gpu_util_mean"] == pytest.approx((20 * 0.6 + 96 * 1.0 + 20 * 0.6) / 136)
     assert s["gpu_mem_occupancy_mean"] == pytest.approx((20 * 4000 + 96 * 8000 + 20 * 4000) / (16000 * 136))
     assert s["colocated_share"] == 1.0
-    assert res.gpus.loc[0, "busy_s"] == pytest.approx(136.0)
+    assert res.gpus.loc[0, "allocated_s"] == pytest.approx(136.0)
 
 
 def test_work_is_conserved_and_every_job_completes_once() -> None:

@@ -20,7 +20,7 @@ def test_per_gpu_integrals_match_the_cluster_mean_and_the_timeline_is_capped() -
                    SimConfig(timeline_points=50))
     span = res.summary["makespan_s"]
     assert res.gpus["util_integral"].sum() / (3 * span) == pytest.approx(res.summary["gpu_util_mean"])
-    assert (res.gpus["busy_s"] <= span + 1e-9).all()
+    assert (res.gpus["allocated_s"] <= span + 1e-9).all()
     assert (res.gpus["mean_util"] <= 1.0 + 1e-12).all()
     assert 0 < len(res.timeline) <= 50
     assert res.timeline["time"].is_monotonic_increasing

@@ -12,7 +12,11 @@ deep-learning training throughput relative to a V100 (= 1.0), rounded; treat it 
   memory bandwidth).
 
 A40, RTX 6000 (Quadro, Turing), L4: rough ratios of their FP16 tensor / FP32 peaks and bandwidth
-to V100's, for the fallback scalar only. ``GPUSpec`` (below) holds the vendor peak figures used by the
+to V100's, for the fallback scalar only. RTX 3090, RTX 4090, RTX A6000, L40S: the geometric mean of
+their dense FP16-tensor (FP32 accumulate) peak ratio and DRAM bandwidth ratio to V100's (125 TFLOPS,
+900 GB/s; figures in ``SPECS``), rounded to 0.05: 3090 sqrt(0.57 x 1.04) ~ 0.75, 4090 sqrt(1.32 x 1.12)
+~ 1.2, A6000 sqrt(1.24 x 0.85) ~ 1.05, L40S sqrt(2.90 x 0.96) ~ 1.65. Not measured; GeForce cards
+often train faster than this rule says (their FP16-accumulate tensor path is twice as fast). ``GPUSpec`` (below) holds the vendor peak figures used by the
 physical predictor, for every preset and a few more cards.
 
 Other parts of the simulator (truth models) may know per-job-type speeds; ``speed`` is only the
@@ -44,6 +48,10 @@ PRESETS: dict[str, GPUType] = {
         GPUType("A40", 48 * GIB, 1.2),
         GPUType("RTX6000", 24 * GIB, 0.9),
         GPUType("L4", 24 * GIB, 0.8),
+        GPUType("L40S", 48 * GIB, 1.65),
+        GPUType("RTX3090", 24 * GIB, 0.75),
+        GPUType("RTX4090", 24 * GIB, 1.2),
+        GPUType("RTX-A6000", 48 * GIB, 1.05),
     )
 }
 
@@ -113,6 +121,9 @@ SPECS: dict[str, GPUSpec] = {
         GPUSpec("A10", 31.2, 62.5, 125, 600, 24, 72, "ampere", f"{_DS}: A10"),
         GPUSpec("A30", 10.3, 82, 165, 933, 24, 56, "ampere", f"{_DS}: A30"),
         GPUSpec("A40", 37.4, 74.8, 149.7, 696, 48, 84, "ampere", f"{_DS}: A40"),
+        GPUSpec("RTX-A6000", 38.7, 77.4, 154.8, 768, 48, 84, "ampere",
+                f"{_DS}: NVIDIA RTX A6000 (tensor 309.7 TFLOPS with sparsity, halved for dense); "
+                "TF32 from the NVIDIA Ampere GA102 whitepaper"),
         GPUSpec("A100-40GB", 19.5, 156, 312, 1555, 40, 108, "ampere", f"{_DS}: A100 SXM4 40 GB"),
         GPUSpec("A100-80GB", 19.5, 156, 312, 2039, 80, 108, "ampere", f"{_DS}: A100 SXM4 80 GB"),
         GPUSpec("L4", 30.3, 60, 121, 300, 24, 58, "ada", f"{_DS}: L4"),
@@ -129,7 +140,7 @@ _SPEC_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("A100", "80"), "A100-80GB"), (("A100",), "A100-40GB"), (("A800",), "A100-40GB"),
     (("L40",), "L40S"), (("L4",), "L4"), (("A40",), "A40"), (("A30",), "A30"), (("A10",), "A10"),
     (("V100", "32"), "V100-32GB"), (("V100",), "V100"), (("4090",), "RTX4090"), (("3090",), "RTX3090"),
-    (("2080",), "RTX2080Ti"), (("RTX6000",), "RTX6000"), (("A6000",), "A40"), (("T4",), "T4"),
+    (("2080",), "RTX2080Ti"), (("RTX6000",), "RTX6000"), (("A6000",), "RTX-A6000"), (("T4",), "T4"),
     (("P100",), "P100"), (("K80",), "K80"),
 )
 # Family fallbacks for names no rule matches (normalised name = letters of the family then digits).

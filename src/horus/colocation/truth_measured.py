@@ -3,7 +3,8 @@
 Solo behaviour comes straight from the solo dataset (mean over ok repeats). A co-located set that
 was measured returns its measured normalized throughputs; any other set uses a hinge curve fitted
 on the measured members (member slowdown vs summed solo utilization of its set), whose grouped
-K-fold held-out error is reported in :meth:`MeasuredTruth.describe`. Iteration times are scaled to
+K-fold held-out error is reported in :meth:`MeasuredTruth.describe`; an unmeasured set of 3+ gets at most
+the summed throughput of its best measured pair (``horus.truth.setcap``). Iteration times are scaled to
 other GPU types by ``measured_speed / gpu_type.speed`` (both relative to a V100).
 """
 
@@ -21,6 +22,7 @@ from horus.errors import HorusInputError
 from horus.hashing import sha256_file
 from horus.jobs import job_type_key
 from horus.truth.base import TRUTH_MODELS, SoloTruth, TruthModel
+from horus.truth.setcap import PairSumCap
 
 MIN_NORMALIZED = 0.02  # floor of the fitted curve: a co-located job always makes some progress
 
@@ -52,6 +54,8 @@ class MeasuredTruth(TruthModel):
         if self.coloc_path is not None:
             self._load_sets(load_coloc(self.coloc_path))
             self._fit_curve(folds, seed)
+        self._cap = PairSumCap({key: sum(values[jt] for jt in key)  # (a, a) counts a's value twice
+                                for key, values in self._sets.items() if len(key) == 2})
 
     # -- measured sets -------------------------------------------------------------------------
     def _load_sets(self, coloc: Any) -> None:
@@ -128,7 +132,7 @@ class MeasuredTruth(TruthModel):
             raise HorusInputError(str(self.coloc_path or self.solo_path),
                                   f"set {list(job_types)} was not measured and too few sets to fit a curve")
         value = float(self._curve(self._fit, np.array([self._summed_util(job_types)]))[0])
-        return [value] * len(job_types)
+        return self._cap.apply(job_types, [value] * len(job_types))
 
     def job_types(self) -> list[str]:
         return sorted(self._solo)
@@ -143,6 +147,7 @@ class MeasuredTruth(TruthModel):
             "fit": None if self._fit is None else {k: getattr(self._fit, k) for k in (
                 "knee", "intercept", "slope_below", "slope_above", "r2", "rmse", "n")},
             **self._heldout,
+            "aggregate_cap": self._cap.describe(),
         }
 
 

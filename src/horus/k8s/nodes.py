@@ -52,8 +52,11 @@ def preset_for_product(product: str, memory_mib: int | None) -> GPUType | None:
         return PRESETS["A10"]
     if "V100" in tokens:
         return PRESETS["V100-32GB" if ("32GB" in tokens or (memory_mib or 0) > 20 * GIB) else "V100"]
-    for name in ("T4", "P100", "K80"):
+    for name in ("T4", "P100", "K80", "L4", "L40S"):
         if name in tokens:
+            return PRESETS[name]
+    for token, name in (("3090", "RTX3090"), ("4090", "RTX4090"), ("A6000", "RTX-A6000")):
+        if token in tokens:
             return PRESETS[name]
     return None
 

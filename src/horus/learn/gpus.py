@@ -15,6 +15,11 @@ _NVML_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("V100", "32GB"), "V100-32GB"),
     (("V100",), "V100"),
     (("A10",), "A10"),  # after A100 rules
+    (("L40",), "L40S"),  # L40 and L40S (as horus.gpu_types.gpu_spec does)
+    (("L4",), "L4"),  # after L40
+    (("A6000",), "RTX-A6000"),
+    (("3090",), "RTX3090"),
+    (("4090",), "RTX4090"),
     (("T4",), "T4"),
     (("P100",), "P100"),
     (("K80",), "K80"),

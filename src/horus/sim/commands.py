@@ -21,6 +21,8 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("p95_wait_s", "p95 wait h", "{:.2f}"),
     ("goodput", "goodput %", "{:.1f}"),
     ("gpu_util_mean", "GPU util %", "{:.1f}"),
+    ("gpu_busy_mean", "GPU busy %", "{:.1f}"),
+    ("gpu_busy_allocated_mean", "busy/alloc %", "{:.1f}"),
     ("gpu_mem_occupancy_mean", "GPU mem %", "{:.1f}"),
     ("colocated_share", "co-loc %", "{:.1f}"),
     ("mean_slowdown", "mean slow", "{:.3f}"),
@@ -31,7 +33,8 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 INTERFERENCE_POLICIES: tuple[str, ...] = ("geng", "horus-iasp")  # policies taking model_dir=
 _HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
-_PERCENT = {"gpu_util_mean", "gpu_mem_occupancy_mean", "colocated_share", "goodput"}
+_PERCENT = {"gpu_util_mean", "gpu_busy_mean", "gpu_busy_allocated_mean", "gpu_mem_occupancy_mean", "colocated_share",
+            "goodput"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

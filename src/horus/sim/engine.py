@@ -293,8 +293,28 @@ class _Engine:
                 self._refresh_gpu(g, now)
                 seen.update(dict.fromkeys(self.residents[g]))
             affected = seen
+        touched = dict.fromkeys(gpus)
         for job_id in affected:
-            self._rerate(self.live[job_id], now)
+            live = self.live[job_id]
+            if self._rerate(live, now) and len(live.gpus) > 1:
+                touched.update(dict.fromkeys(live.gpus))  # a gang's new rate changes its busy share everywhere
+        for g in touched:
+            self._record_busy(g, now)
+
+    def _record_busy(self, g: int, now: float) -> None:
+        """Kernel-busy share of each resident worker on ``g``: util on g x (rate x solo iteration time on g).
+
+        ``util x rate x solo_s`` is the fraction of time the worker's kernels run: it equals ``util x x`` for a
+        one-GPU job, is lower on a gang's GPUs that wait at the barrier, and counts only once its
+        checkpoint-restore stall ends (``stall_until``).
+        """
+        parts = []
+        gpu_type = self.gpu_type[g]
+        for job_id in self.residents[g]:
+            live = self.live[job_id]
+            solo_s = live.worker_solo_s[live.gpus.index(g)]
+            parts.append((self.solo(live.job_type, gpu_type).util * live.rate * solo_s, live.stall_until))
+        self.metrics.set_busy(g, parts, now)
 
     def _refresh_gpu(self, g: int, now: float) -> None:
         residents = self.residents[g]
@@ -332,7 +352,8 @@ class _Engine:
             record.progress_s += dt
         live.last = now
 
-    def _rerate(self, live: _Live, now: float) -> None:
+    def _rerate(self, live: _Live, now: float) -> bool:
+        """Recompute ``live``'s rate from the throughputs on its GPUs; True when it changed."""
         job_id = live.spec.job_id
         worst = 0.0
         for g, solo_s in zip(live.gpus, live.worker_solo_s):
@@ -341,7 +362,7 @@ class _Engine:
                 worst = t
         rate = 1.0 / (worst + live.comm_s)
         if rate == live.rate:
-            return
+            return False
         self._advance(live, now)
         live.rate = rate
         self.version += 1
@@ -351,6 +372,7 @@ class _Engine:
         run = self.state.running[job_id]
         run.observed_rate = rate
         run.iterations_done = live.spec.iterations - live.remaining
+        return True
 
     # ---- results -------------------------------------------------------------------------------
     def solo_durations(self) -> dict[str, float]:

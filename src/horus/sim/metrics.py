@@ -7,6 +7,7 @@ scheduler's predictions.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,8 @@ JOB_COLUMNS: tuple[str, ...] = (
     "job_id", "job_type", "num_gpus", "submit", "first_start", "end", "jct", "wait", "slowdown", "colocated",
     "oom_failures", "preemptions", "status", "iterations", "iterations_done",
 )
-GPU_COLUMNS: tuple[str, ...] = ("gpu", "node", "type", "busy_s", "util_integral", "mem_integral", "mean_util")
+GPU_COLUMNS: tuple[str, ...] = ("gpu", "node", "type", "allocated_s", "kernel_busy_s", "util_integral", "mem_integral",
+                                "mean_util", "mean_busy")
 TIMELINE_COLUMNS: tuple[str, ...] = ("time", "gpu_util", "queue_len", "running_jobs")
 
 
@@ -39,11 +41,32 @@ class JobRecord:
     status: str = "unfinished"  # completed | failed | rejected | unfinished
 
 
+BusyPart = tuple[float, float]  # (kernel-busy share of one resident, time from which it counts)
+
+
+def busy_integral(parts: Sequence[BusyPart], t0: float, t1: float) -> float:
+    """Integral over [t0, t1] of ``min(1, sum of the shares that count by then)``, exact (piecewise constant).
+
+    A share counts from its own start time on: a job restoring a checkpoint is resident but runs no
+    kernels until its stall ends (docs/metrics.md, "GPU busy").
+    """
+    if t1 <= t0 or not parts:
+        return 0.0
+    cuts = sorted({since for _, since in parts if t0 < since < t1})
+    total, start = 0.0, t0
+    for end in (*cuts, t1):
+        share = math.fsum(a for a, since in parts if since <= start)
+        total += min(1.0, share) * (end - start)
+        start = end
+    return total
+
+
 class MetricsRecorder:
-    """Accumulates per-GPU and cluster-wide integrals of true utilization and memory.
+    """Accumulates per-GPU and cluster-wide integrals of true utilization, kernel-busy time and memory.
 
     Call ``advance(t)`` once before changing anything at time ``t``; then ``set_gpu`` for every GPU
-    whose residents changed. Each call is O(1).
+    whose residents changed and ``set_busy`` for every GPU whose residents or their rates changed.
+    Each call is O(residents of that GPU).
     """
 
     def __init__(self, cluster: Cluster, start_time: float) -> None:
@@ -52,11 +75,14 @@ class MetricsRecorder:
         self.start_time = start_time
         self._util = [0.0] * n
         self._mem = [0.0] * n
-        self._busy = [False] * n
+        self._alloc = [False] * n
         self._since = [start_time] * n
         self._util_int = [0.0] * n
         self._mem_int = [0.0] * n
-        self._busy_int = [0.0] * n
+        self._alloc_int = [0.0] * n
+        self._busy_parts: list[tuple[BusyPart, ...]] = [()] * n
+        self._busy_since = [start_time] * n
+        self._kbusy_int = [0.0] * n
         self._total_util = 0.0
         self._total_mem = 0.0
         self._now = start_time
@@ -77,19 +103,32 @@ class MetricsRecorder:
         if dt > 0:
             self._util_int[gpu] += self._util[gpu] * dt
             self._mem_int[gpu] += self._mem[gpu] * dt
-            if self._busy[gpu]:
-                self._busy_int[gpu] += dt
+            if self._alloc[gpu]:
+                self._alloc_int[gpu] += dt
         self._since[gpu] = now
         self._total_util += util - self._util[gpu]
         self._total_mem += mem_mib - self._mem[gpu]
         self._util[gpu] = util
         self._mem[gpu] = mem_mib
-        self._busy[gpu] = mem_mib > 0 or util > 0
+        self._alloc[gpu] = mem_mib > 0 or util > 0
 
-    def busy_seconds(self) -> list[float]:
+    def set_busy(self, gpu: int, parts: Sequence[BusyPart], now: float) -> None:
+        """From ``now`` on, GPU ``gpu`` runs kernels of its residents: ``(share, since)`` per resident worker,
+        the share of time its kernels run (counted from ``since``, the end of a checkpoint-restore stall).
+        Co-runners combine as ``min(1, sum of shares)`` (time-sliced contexts: docs/metrics.md)."""
+        self._kbusy_int[gpu] += busy_integral(self._busy_parts[gpu], self._busy_since[gpu], now)
+        self._busy_since[gpu] = now
+        self._busy_parts[gpu] = tuple(parts)
+
+    def allocated_seconds(self) -> list[float]:
         """Per GPU, the time it held at least one job so far (open intervals included)."""
-        return [b + (self._now - since if busy else 0.0)
-                for b, since, busy in zip(self._busy_int, self._since, self._busy)]
+        return [b + (self._now - since if alloc else 0.0)
+                for b, since, alloc in zip(self._alloc_int, self._since, self._alloc)]
+
+    def kernel_busy_seconds(self) -> list[float]:
+        """Per GPU, the time any of its residents' kernels ran so far (nvidia-smi's view; open intervals included)."""
+        return [b + busy_integral(parts, since, self._now)
+                for b, parts, since in zip(self._kbusy_int, self._busy_parts, self._busy_since)]
 
     @property
     def now(self) -> float:
@@ -104,17 +143,21 @@ class MetricsRecorder:
     def gpu_frame(self, end: float) -> pd.DataFrame:
         for gpu in range(self.cluster.num_gpus):
             self.set_gpu(gpu, self._util[gpu], self._mem[gpu], end)  # close the open intervals
+            self.set_busy(gpu, self._busy_parts[gpu], end)
         span = max(end - self.start_time, 1e-12)
         gpus = self.cluster.gpus
         util_int = np.asarray(self._util_int)
+        busy_int = np.asarray(self._kbusy_int)
         return pd.DataFrame({
             "gpu": np.arange(len(gpus)),
             "node": [g.node for g in gpus],
             "type": [g.gpu_type.name for g in gpus],
-            "busy_s": np.asarray(self._busy_int),
+            "allocated_s": np.asarray(self._alloc_int),
+            "kernel_busy_s": busy_int,
             "util_integral": util_int,
             "mem_integral": np.asarray(self._mem_int),
             "mean_util": util_int / span,
+            "mean_busy": busy_int / span,
         }, columns=list(GPU_COLUMNS))
 
     def timeline_frame(self, max_points: int) -> pd.DataFrame:
@@ -161,6 +204,8 @@ def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
     capacity = float(sum(g.gpu_type.memory_mib for g in recorder.cluster.gpus)) or 1.0
     # Integrals run to the last event; past the last completion nothing runs, so they add zero.
     util_mean = recorder.util_integral / (n_gpus * span) if span > 0 else math.nan
+    allocated = math.fsum(recorder.allocated_seconds())
+    busy = math.fsum(recorder.kernel_busy_seconds())
     mem_mean = recorder.mem_integral / (capacity * span) if span > 0 else math.nan
     return {
         "num_jobs": int(len(jobs)),
@@ -175,8 +220,10 @@ def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
         "mean_wait_s": _stat(jobs["wait"], "mean"),
         "p95_wait_s": _stat(jobs["wait"], "p95"),
         "gpu_util_mean": float(util_mean),
+        "gpu_busy_mean": float(busy / (n_gpus * span)) if span > 0 else math.nan,
+        "gpu_busy_allocated_mean": float(busy / allocated) if allocated > 0 else math.nan,
         "gpu_mem_occupancy_mean": float(mem_mean),
-        "gpu_allocated_share": float(sum(recorder.busy_seconds()) / (n_gpus * span)) if span > 0 else math.nan,
+        "gpu_allocated_share": float(allocated / (n_gpus * span)) if span > 0 else math.nan,
         "colocated_share": float(jobs["colocated"].mean()) if len(jobs) else math.nan,
         "mean_slowdown": _stat(completed["slowdown"], "mean"),
         "p95_slowdown": _stat(completed["slowdown"], "p95"),

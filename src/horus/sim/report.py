@@ -24,6 +24,8 @@ COLUMNS: tuple[tuple[str, str, float, str], ...] = (
     ("p95_wait_s", "p95 wait (h)", 1 / 3600, "{:.2f}"),
     ("goodput", "goodput (%)", 100, "{:.1f}"),
     ("gpu_util_mean", "GPU util (%)", 100, "{:.1f}"),
+    ("gpu_busy_mean", "GPU busy (%)", 100, "{:.1f}"),
+    ("gpu_busy_allocated_mean", "busy per allocated GPU (%)", 100, "{:.1f}"),
     ("colocated_share", "co-located (%)", 100, "{:.1f}"),
     ("mean_slowdown", "mean slowdown", 1, "{:.3f}"),
     ("p95_slowdown", "p95 slowdown", 1, "{:.3f}"),

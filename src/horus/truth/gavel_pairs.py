@@ -3,7 +3,8 @@
 * solo iteration time = 1 / measured isolated steps/s of the GPU type;
 * co-located pairs measured on that GPU type: the measured normalized throughputs, exactly;
 * unmeasured pairs (recorded as zeros in the file) and sets of 3+ jobs: the slowdown model of
-  ``horus.truth.fit`` fitted to that GPU type's measured pairs;
+  ``horus.truth.fit`` fitted to that GPU type's measured pairs; a set of 3+ gets at most the summed
+  throughput of its best measured pair (``horus.truth.setcap``);
 * solo utilization: the fitted latent per-type utilization (an *interference intensity* inferred
   from the pair matrix, clipped to [0.01, 1]; Gavel has no utilization measurements);
 * memory: analytic (``horus.truth.memory``); Gavel has no memory figures.
@@ -27,6 +28,7 @@ from horus.truth.base import TRUTH_MODELS, SoloTruth, TruthModel
 from horus.truth.fit import FitResult, fit_slowdown_model, normalized_throughputs
 from horus.truth.memory import training_memory_mib
 from horus.truth.parametric import parse_job_type
+from horus.truth.setcap import PairSumCap
 
 GAVEL_GPU_KEYS: dict[str, str] = {"V100": "v100", "P100": "p100", "K80": "k80"}
 FALLBACK_GPU = "v100"
@@ -64,6 +66,7 @@ class GavelTruth(TruthModel):
         if FALLBACK_GPU not in self.tables:
             self.tables[FALLBACK_GPU] = load_gavel(self.path, FALLBACK_GPU)
         self.fits: dict[str, FitResult] = {g: _cached_fit(str(self.path), g, seed, False) for g in self.tables}
+        self.caps: dict[str, PairSumCap] = {g: _pair_sum_cap(t) for g, t in self.tables.items()}
         self._solo: dict[tuple[str, str], SoloTruth] = {}
         self._coloc: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
 
@@ -112,7 +115,8 @@ class GavelTruth(TruthModel):
                 return {a: measured[0], b: measured[1]} if a != b else {a: measured[0]}
         fit = self.fits[table.gpu]
         utils = [min(1.0, max(0.01, fit.utils[t])) for t in ordered]
-        return dict(zip(ordered, normalized_throughputs(utils, fit.params)))
+        values = self.caps[table.gpu].apply(ordered, normalized_throughputs(utils, fit.params))
+        return dict(zip(ordered, values))
 
     def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:
         if len(job_types) <= 1:
@@ -153,4 +157,15 @@ class GavelTruth(TruthModel):
             "memory": "analytic (horus.truth.memory.training_memory_mib, adam, fp32): Gavel has no memory figures",
             "utilization": "fitted latent interference intensity per job type (Gavel has no utilization figures)",
             "fit": self.fit_quality(),
+            "aggregate_cap": {g: c.describe() for g, c in sorted(self.caps.items())},
         }
+
+
+def _pair_sum_cap(table: GavelThroughputs) -> PairSumCap:
+    """Measured ``x_a + x_b`` of every measured pair of ``table`` (either order)."""
+    sums = {}
+    for a, b in table.pairs:
+        measured = table.normalized_pair(a, b)
+        if measured is not None:
+            sums[(a, b)] = measured[0] + measured[1]
+    return PairSumCap(sums)
