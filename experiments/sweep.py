@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -31,10 +32,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 GAVEL = ROOT.parent / "shared" / "data" / "gavel" / "simulation_throughputs.json"
 OUT = ROOT / "experiments" / "results"
-POLICIES = ["fifo-exclusive", "horus", "horus-solo=horus", "sjf-exclusive", "sjf-horus", "sjf-horus-solo=sjf-horus",
-            "tiresias", "gandiva"]
-OPTIONS = {"horus-solo": {"max_residents": 1}, "sjf-horus-solo": {"placement_args": {"max_residents": 1}}}
-ABLATION = {"horus": "horus-solo", "sjf-horus": "sjf-horus-solo"}
+POLICIES = ["fifo-exclusive", "sjf-exclusive", "tiresias", "horus", "horus-solo=horus", "horus-fifo",
+            "horus-fifo-solo=horus-fifo", "horus-paper", "gandiva", "gandiva-greedy", "geng", "oracle-truth"]
+OPTIONS: dict[str, dict[str, Any]] = {"horus-solo": {"colocate": False}, "horus-fifo-solo": {"colocate": False}}
+ABLATION = {"horus": "horus-solo", "horus-fifo": "horus-fifo-solo"}
+SATURATED = (("stream", 2.5), ("batch", 1.0))
 WORKLOADS = [("stream", 0.6), ("stream", 1.0), ("stream", 1.5), ("stream", 2.5), ("batch", 1.0)]
 METRICS = ("makespan_s", "mean_jct_s", "p95_jct_s", "mean_wait_s", "goodput", "colocated_share", "mean_slowdown",
            "max_stretch", "oom_failures", "makespan_lower_bound_s", "mean_jct_lower_bound_s")
@@ -43,6 +45,17 @@ METRICS = ("makespan_s", "mean_jct_s", "p95_jct_s", "mean_wait_s", "goodput", "c
 def worlds(with_gavel: bool) -> list[tuple[str, float]]:
     out = [("parametric", 0.5), ("parametric", 1.0), ("parametric", 2.0)]
     return out + [("gavel", 1.0)] if with_gavel else out
+
+
+def train_geng_model() -> str:
+    """geng's IASP interference model, trained once on Gavel's *P100* pairs: disjoint from the V100 pairs the
+    ``gavel`` truth replays (``horus.sim.leakage`` refuses a model trained on them) and from the V100 fit of
+    the parametric law."""
+    out = ROOT / "results" / "iasp-p100"
+    if not (out / "model.json").is_file():
+        subprocess.run([sys.executable, "-m", "horus.cli", "interference", "train", "--gavel", str(GAVEL), "--gpu", "p100",
+                        "--model", "iasp", "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    return str(out)
 
 
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
@@ -74,9 +87,12 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     jobs = materialize(load_trace(trace_path, "horus"), truth, SAMPLERS.create("by-size-duration", seed=cell["seed"]),
                        cluster.gpus[0].gpu_type, seed=cell["seed"])
     began = time.perf_counter()
+    options = dict(OPTIONS)
+    if cell.get("geng_model"):
+        options["geng"] = {"model_dir": cell["geng_model"]}
     summary = run_comparison(jobs, cluster, POLICIES, truth, AnalyticPredictor(), SimConfig(), folder,
                              {"trace": {"path": str(trace_path), "generated": workload}, "seed": cell["seed"]},
-                             policy_options=OPTIONS)
+                             policy_options=options)
     return {**cell, "workload": workload, "wall_s": time.perf_counter() - began,
             "policies": {p: {m: v.get(m) for m in METRICS} for p, v in summary["policies"].items()}}
 
@@ -104,6 +120,63 @@ def aggregate(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     row[f"{m}_{ref_name}"] = float(np.mean(changes))
             rows.append(row)
     return rows
+
+
+def relative(cells: list[dict[str, Any]], policy: str, ref: str, metric: str) -> float | None:
+    """Mean over ``cells`` (seeds) of policy / ref - 1 on ``metric``; None if either is missing."""
+    pairs = [(c["policies"].get(policy, {}).get(metric), c["policies"].get(ref, {}).get(metric)) for c in cells]
+    changes = [a / b - 1 for a, b in pairs if a is not None and b]
+    return float(np.mean(changes)) if changes and len(changes) == len(cells) else None
+
+
+def goals(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The issue's targets, per calibrated world (scale 1) and saturated workload, measured on these cells.
+
+    Each entry: world, workload, target, measured mean per-seed change, met (bool)."""
+    out: list[dict[str, Any]] = []
+    by_world: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    for cell in cells:
+        if cell["scale"] == 1.0:
+            by_world.setdefault((cell["truth"], cell["scale"]), []).append(cell)
+    for (truth, scale), members in sorted(by_world.items()):
+        for kind, load in SATURATED:
+            group = [c for c in members if c["kind"] == kind and c["load"] == load]
+            if not group:
+                continue
+            checks = [("horus vs fifo-exclusive, makespan", relative(group, "horus", "fifo-exclusive", "makespan_s"),
+                       lambda v: v <= -0.20, "<= -20 %"),
+                      ("horus vs fifo-exclusive, mean JCT", relative(group, "horus", "fifo-exclusive", "mean_jct_s"),
+                       lambda v: v <= -0.40, "<= -40 %"),
+                      ("horus vs its ablation (horus-solo), mean JCT",
+                       relative(group, "horus", "horus-solo", "mean_jct_s"), lambda v: v <= -0.10, "<= -10 %"),
+                      ("horus vs gandiva, mean JCT", relative(group, "horus", "gandiva", "mean_jct_s"),
+                       lambda v: v <= -0.10, "<= -10 %"),
+                      ("horus (SJF order) vs tiresias, mean JCT", relative(group, "horus", "tiresias", "mean_jct_s"),
+                       lambda v: v <= 0.05, "<= +5 %"),
+                      ("horus (SJF order) vs tiresias, makespan", relative(group, "horus", "tiresias", "makespan_s"),
+                       lambda v: v < 0.0, "< 0 %")]
+            for target, value, test, bound in checks:
+                out.append({"world": f"{truth} x{scale}", "workload": f"{kind} {load}", "target": target,
+                            "bound": bound, "measured": value, "met": None if value is None else bool(test(value))})
+        worst = [(relative([c for c in members if (c["kind"], c["load"]) == (k, lo)], "horus", "horus-solo",
+                           "mean_jct_s"), f"{k} {lo}") for k, lo in sorted({(c["kind"], c["load"]) for c in members})]
+        worst = [w for w in worst if w[0] is not None]
+        if worst:
+            value, where = max(worst)
+            out.append({"world": f"{truth} x{scale}", "workload": f"worst load ({where})",
+                        "target": "horus vs its ablation at any load, mean JCT", "bound": "<= +3 %",
+                        "measured": value, "met": value <= 0.03})
+    return out
+
+
+def goals_markdown(entries: list[dict[str, Any]]) -> str:
+    lines = ["## Goals of issue 14 (mean per-seed change; calibrated worlds, interference x1)", "",
+             "| world | workload | target | bound | measured | met |", "|---|---|---|---|---|---|"]
+    for e in entries:
+        value = "-" if e["measured"] is None else f"{100 * e['measured']:+.1f} %"
+        met = "-" if e["met"] is None else ("yes" if e["met"] else "**no**")
+        lines.append(f"| {e['world']} | {e['workload']} | {e['target']} | {e['bound']} | {value} | {met} |")
+    return "\n".join(lines) + "\n"
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -165,8 +238,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=400)
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     args = parser.parse_args()
+    geng_model = train_geng_model() if GAVEL.is_file() else None
     cells = [{"name": f"{truth}-x{scale}-{kind}-{load}-s{seed}", "truth": truth, "scale": scale, "kind": kind,
-              "load": load, "seed": seed, "jobs": args.jobs}
+              "load": load, "seed": seed, "jobs": args.jobs, "geng_model": geng_model}
              for truth, scale in worlds(GAVEL.is_file()) for kind, load in WORKLOADS for seed in range(args.seeds)]
     began = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
@@ -176,10 +250,11 @@ def main() -> int:
             print(f"[{i}/{len(cells)}] {result['name']} ({result['wall_s']:.0f} s)", file=sys.stderr, flush=True)
     rows = aggregate(results)
     OUT.mkdir(parents=True, exist_ok=True)
+    targets = goals(results)
     (OUT / "sweep.json").write_text(json.dumps({"command": " ".join(sys.argv), "policies": POLICIES,
-                                                "options": OPTIONS, "cells": results, "aggregate": rows,
+                                                "options": OPTIONS, "cells": results, "aggregate": rows, "goals": targets,
                                                 "wall_s": time.perf_counter() - began}, indent=1) + "\n")
-    (OUT / "sweep.md").write_text(markdown(rows))
+    (OUT / "sweep.md").write_text(markdown(rows) + "\n" + goals_markdown(targets))
     plot(rows, OUT / "sweep_jct.png")
     print(f"wrote {OUT / 'sweep.json'}, sweep.md, sweep_jct.png in {time.perf_counter() - began:.0f} s")
     return 0

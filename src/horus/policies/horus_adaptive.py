@@ -132,17 +132,20 @@ class AdaptiveHorusPolicy(Policy):
     # ---- introspection: undo co-locations that do not pay ---------------------------------------
     def _unpack(self, state: SchedulerState, load: GPULoad, actions: list[Action],
                 moved: list[tuple[str, int]]) -> GPULoad:
+        """Preempt the newest resident of every GPU whose observed combined throughput is below
+        ``unpack_below`` (each job's observed rate over its solo rate; a gang counts on all its GPUs)."""
         assert self.tracker is not None
-        shared = np.flatnonzero(load.n_residents >= 2)
-        for g in shared.tolist():
-            residents = state.residents[g]
-            runs = [state.running[j] for j in residents]
-            if any(r.spec.num_gpus > 1 for r in runs):
+        stopped: set[str] = set()
+        for g in np.flatnonzero(load.n_residents >= 2).tolist():
+            runs = [state.running[j] for j in state.residents[g] if j not in stopped]
+            if len(runs) < 2 or any(not r.observed_rate > 0 for r in runs):
                 continue
-            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
-            if est.observed and est.combined < self.unpack_below:
+            gpu_type = state.cluster.gpus[g].gpu_type
+            combined = sum(min(1.0, r.observed_rate / self.tracker.solo_rate(r.spec, gpu_type, state)) for r in runs)
+            if combined < self.unpack_below:
                 newest = max(runs, key=lambda r: (r.start_time, r.spec.job_id))
                 load = self._stop(newest.spec.job_id, state, load, actions)
+                stopped.add(newest.spec.job_id)
                 moved.append((newest.spec.job_id, g))
                 self.unpacked += 1
         return load
@@ -342,47 +345,43 @@ class AdaptiveHorusPolicy(Policy):
     # ---- migration: spread co-located jobs onto GPUs that went idle --------------------------------
     def _migrate(self, state: SchedulerState, load: GPULoad, actions: list[Action],
                  moved: list[tuple[str, int]]) -> None:
-        idle = load.n_residents == 0
-        restarted = {a.job_id for a in actions if isinstance(a, Start)}
-        stopped = [jid for jid, _ in moved if jid not in restarted]
-        if not idle.any() or (not stopped and not (state.load.n_residents >= 2).any()):
+        """Restart unpacked jobs on idle GPUs, then move co-located jobs with the most work left (at least
+        ``migrate_min_s`` at their current rate) onto GPUs that stay idle (exclusive placement)."""
+        if not (load.n_residents == 0).any():
             return
-        movers: list[tuple[float, str]] = [(math.inf, jid) for jid in stopped]  # unpacked jobs go first
-        stopping = {jid for jid, _ in moved}
-        for g in np.flatnonzero(load.n_residents >= 2).tolist():
-            runs = [state.running[j] for j in state.residents[g] if j not in stopping]
-            if len(runs) < 2 or any(r.spec.num_gpus > 1 for r in runs):
+        stopped = {jid for jid, _ in moved} - {a.job_id for a in actions if isinstance(a, Start)}
+        movers: list[tuple[float, str]] = [(math.inf, jid) for jid in sorted(stopped)]
+        for jid, run in state.running.items():
+            if jid in stopped or not run.observed_rate > 0 or not (state.load.n_residents[list(run.gpus)] >= 2).any():
                 continue
-            for run in runs:
-                if not run.observed_rate > 0:
-                    continue
-                left = max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate
-                if left >= self.migrate_min_s:
-                    movers.append((left, run.spec.job_id))
+            left = max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate
+            if left >= self.migrate_min_s:
+                movers.append((left, jid))
+        if not movers:
+            return
         movers.sort(key=lambda m: (-m[0], m[1]))
-        seen: set[int] = set()
+        excl = self.exclusive
+        excl.begin(load, state)
+        touched: set[int] = set()
         for _, jid in movers:
-            if not idle.any():
+            if not excl.any_room():
                 break
             run = state.running[jid]
-            if run.gpus[0] in seen and jid not in stopped:
-                continue  # one move per shared GPU per call: the others' rates change
-            spec = run.spec
-            feasible = idle.copy()
-            allowed = self.idx.allowed(spec)
-            if allowed is not None:
-                feasible &= allowed
-            same_type = feasible & (self.idx.type_of_gpu == self.idx.type_of_gpu[run.gpus[0]])
-            pool = np.flatnonzero(same_type if same_type.any() else feasible)
-            if not len(pool):
+            if jid not in stopped and touched.intersection(run.gpus):
+                continue  # one move per shared GPU per call: its other residents' rates change
+            target = excl.place(QueuedJob(run.spec, queued_since=state.now), load, state)
+            if target is None:
                 continue
-            target = int(pool[0])
+            if load is state.load:
+                load = load.copy()
+            pred = state.predict(run.spec, state.cluster.gpus[target[0]].gpu_type)
             if jid not in stopped:
-                actions.append(Preempt(jid))
-                seen.add(run.gpus[0])
+                load = self._stop(jid, state, load, actions)
+                touched.update(run.gpus)
                 self.migrated += 1
-            actions.append(Start(jid, (target,)))
-            idle[target] = False
+            load.add(target, pred, gpu_share(run.spec))
+            excl.update(load, state)
+            actions.append(Start(jid, target))
 
 
 @POLICIES.register("horus")

@@ -93,10 +93,13 @@ class ObservedThroughput:
         if not residents:
             return True
         runs = [state.running[j] for j in residents]
-        if any(r.spec.num_gpus > 1 for r in runs):
-            return True
         if any(not r.observed_rate > 0 for r in runs):
             return False
+        if any(r.spec.num_gpus > 1 for r in runs):
+            run = runs[0]
+            if len(runs) == 1 and all(len(state.residents[h]) == 1 for h in run.gpus):  # a gang alone everywhere
+                self.job_solo[(run.spec.job_id, state.cluster.gpus[g].gpu_type.name)] = run.observed_rate
+            return True
         gpu_type = state.cluster.gpus[g].gpu_type
         if len(runs) == 1:
             run = runs[0]
