@@ -97,6 +97,6 @@ def test_horus_iasp_adds_predicted_interference_to_horus_cost() -> None:
     run_job(state, "light", "a3c", (0,))  # lower utilization: plain Horus picks GPU 0
     run_job(state, "mid", "cyclegan", (1,))
     queue(state, "new", "a3c")
-    assert starts(policy("horus").schedule(state)) == {"new": (0,)}
+    assert starts(policy("horus-paper").schedule(state)) == {"new": (0,)}
     model = PairTable({("a3c/b1", "a3c/b1"): 0.5})
     assert starts(policy("horus-iasp", model=model).schedule(state)) == {"new": (1,)}

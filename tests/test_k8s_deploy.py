@@ -59,7 +59,7 @@ def test_scheduler_configuration_points_at_the_extender() -> None:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert {p["name"]: p["containerPort"] for p in container["ports"]}[port["targetPort"]] == port["port"]
     args = build_parser().parse_args(container["args"])
-    assert args.port == port["port"] and args.policy == "horus"
+    assert args.port == port["port"] and args.policy == "horus-paper"
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
     assert config["profiles"][0]["schedulerName"] == _one("Pod", "resnet50-train")["spec"]["schedulerName"]
 

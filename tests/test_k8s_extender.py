@@ -24,7 +24,7 @@ from k8s_helpers import StubAPIServer, cpu_node, gpu_node, gpu_pod, serve
 UUIDS = ["GPU-0000-a", "GPU-0000-b"]
 
 
-def make_extender(stub: StubAPIServer, policy: str = "horus") -> Extender:
+def make_extender(stub: StubAPIServer, policy: str = "horus-paper") -> Extender:
     extender = Extender(ClusterStore(PodPredictor(AnalyticPredictor())), Decider(policy), KubeAPI.at(stub.url))
     Resync(extender, 60).sync_once()
     return extender
@@ -32,7 +32,7 @@ def make_extender(stub: StubAPIServer, policy: str = "horus") -> Extender:
 
 @contextmanager
 def running(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], *, delay_s: float = 0.0,
-            policy: str = "horus") -> Iterator[tuple[str, StubAPIServer, Extender]]:
+            policy: str = "horus-paper") -> Iterator[tuple[str, StubAPIServer, Extender]]:
     with StubAPIServer(nodes, pods, delay_s=delay_s) as stub:
         extender = make_extender(stub, policy)
         with serve(create_app(extender)) as url:
@@ -220,7 +220,7 @@ def test_oracle_policy_is_refused() -> None:
 def test_state_endpoint_is_json() -> None:
     with running([gpu_node("n1", 1)], []) as (url, _, _):
         body = httpx.get(url + "/state").json()
-        assert body["policy"] == "horus" and body["gpus"] == 1
+        assert body["policy"] == "horus-paper" and body["gpus"] == 1
         assert httpx.get(url + "/healthz").status_code == 200
         json.dumps(body)
 

@@ -67,7 +67,7 @@ def _replace(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
     with StubAPIServer([gpu_node("n1", 2), gpu_node("n2", 1)], [gpu_pod("p")]) as stub:
-        extender = Extender(ClusterStore(PodPredictor(AnalyticPredictor())), Decider("horus"), KubeAPI.at(stub.url))
+        extender = Extender(ClusterStore(PodPredictor(AnalyticPredictor())), Decider("horus-paper"), KubeAPI.at(stub.url))
         Resync(extender, 60).sync_once()
         with serve(create_app(extender)) as base:
             yield base

@@ -143,7 +143,7 @@ def _random_world(rng: random.Random, *, uniform: bool = False) -> tuple[list[di
     return nodes, pods, pending
 
 
-@pytest.mark.parametrize("policy", ["horus", "sjf-horus", "gandiva", "fifo-exclusive"])
+@pytest.mark.parametrize("policy", ["horus-paper", "sjf-horus", "gandiva", "fifo-exclusive"])
 def test_filter_and_prioritize_agree_with_bind_and_the_policy(policy: str) -> None:
     """On 40 random clusters: a node passes filter iff the policy, run through SchedulerCore on that node
     (what bind does), starts the pod there, on the same GPUs. On 40 clusters of equal-sized nodes, the
@@ -184,7 +184,7 @@ def test_horus_whole_cluster_choice_scores_10_on_mixed_node_sizes() -> None:
     nodes = [gpu_node("small", 1), gpu_node("big", 8)]
     pods = [gpu_pod(f"r{g}", node="big", phase="Running", annotations={"horus.io/gpu-ids": str(g)}) for g in range(6)]
     model = ClusterModel(nodes, pods, PREDICTOR)
-    decider = Decider("horus")
+    decider = Decider("horus-paper")
     spec = pod_job_spec(gpu_pod("p", model="resnet18", batch=16))
     whole = decider.ask(model, spec)
     node = model.cluster.nodes[model.cluster.gpus[whole[0]].node].name

@@ -65,7 +65,7 @@ def test_onnx_pod_is_predicted_bound_and_rebuilt_after_restart() -> None:
         def extender() -> Extender:
             api = KubeAPI.at(stub.url)
             ext = Extender(ClusterStore(PodPredictor(AnalyticPredictor()), onnx=OnnxModels(api.get_configmap)),
-                           Decider("horus"), api)
+                           Decider("horus-paper"), api)
             Resync(ext, 60).sync_once()
             return ext
 
@@ -105,7 +105,7 @@ def test_bad_references_are_filter_errors(ref: str, cms: list[dict[str, Any]], m
     with StubAPIServer([gpu_node("n1", 1)], [pod], configmaps=cms) as stub:
         api = KubeAPI.at(stub.url)
         ext = Extender(ClusterStore(PodPredictor(AnalyticPredictor()), onnx=OnnxModels(api.get_configmap)),
-                       Decider("horus"), api)
+                       Decider("horus-paper"), api)
         Resync(ext, 60).sync_once()
         with serve(create_app(ext)) as url:
             result = httpx.post(url + "/filter", json={"Pod": pod, "NodeNames": ["n1"]}).json()

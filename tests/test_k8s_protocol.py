@@ -56,7 +56,7 @@ def env() -> Iterator[tuple[str, StubAPIServer]]:
     pods = [_bare_pod("mypodnamespace", "mypodname", "mypoduid"), gpu_pod("train-1")]
     with StubAPIServer(nodes, pods) as stub:
         store = ClusterStore(PodPredictor(AnalyticPredictor()))
-        extender = Extender(store, Decider("horus"), KubeAPI.at(stub.url))
+        extender = Extender(store, Decider("horus-paper"), KubeAPI.at(stub.url))
         Resync(extender, 60).sync_once()
         with serve(create_app(extender)) as url:
             yield url, stub

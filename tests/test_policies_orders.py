@@ -106,7 +106,7 @@ def test_oracle_uses_true_memory_where_horus_trusts_the_prediction() -> None:
     state = make_state(TABLE, nodes=1, gpus_per_node=1)
     run_job(state, "r", "res", (0,))
     queue(state, "j", "low_pred_mem")  # predicted 3,000 MiB: fits beside 8,000 MiB
-    assert starts(policy("horus").schedule(state)) == {"j": (0,)}
+    assert starts(policy("horus-paper").schedule(state)) == {"j": (0,)}
     truth_table = {**TABLE, "low_pred_mem": (0.3, 9000.0, 1.0)}  # truly 9,000 MiB: 17,000 > 16,000
     oracle = policy("oracle")
     oracle.bind_truth(TableTruth(truth_table))
@@ -119,7 +119,7 @@ def test_oracle_picks_the_gpu_with_the_best_true_colocated_throughput() -> None:
     run_job(state, "ry", "y", (1,))
     queue(state, "j", "a")
     # Predictions tie (GPU 0 wins by index); the truth says "a" pairs much better with "y".
-    assert starts(policy("horus").schedule(state)) == {"j": (0,)}
+    assert starts(policy("horus-paper").schedule(state)) == {"j": (0,)}
     truth = TableTruth(TABLE, pairs={("a", "x"): (0.5, 0.5), ("a", "y"): (0.9, 0.9)})
     oracle = policy("oracle")
     oracle.bind_truth(truth)

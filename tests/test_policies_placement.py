@@ -85,21 +85,21 @@ def full_state_with_utils() -> SchedulerState:
 def test_horus_avoids_overload_and_picks_best_scored_not_first_fit() -> None:
     state = full_state_with_utils()
     queue(state, "a", "new")  # util 0.4: GPU 0 -> 1.2 (over), GPU 1 -> 1.0 (fits, first fit), GPU 2 -> 0.7 (best)
-    assert starts(policy("horus").schedule(state)) == {"a": (2,)}
+    assert starts(policy("horus-paper").schedule(state)) == {"a": (2,)}
 
 
 def test_horus_refuses_when_every_gpu_would_exceed_the_cap_but_a_higher_cap_allows_it() -> None:
     state = full_state_with_utils()
     queue(state, "a", "u8")  # 0.8 + at least 0.3 > 1.0 everywhere
-    assert policy("horus").schedule(state) == []
-    assert starts(policy("horus", util_cap=1.2).schedule(state)) == {"a": (2,)}
+    assert policy("horus-paper").schedule(state) == []
+    assert starts(policy("horus-paper", util_cap=1.2).schedule(state)) == {"a": (2,)}
 
 
 def test_horus_spreads_onto_idle_gpus_and_starts_many_jobs_in_one_call() -> None:
     state = make_state(TABLE, nodes=2, gpus_per_node=4)
     for i in range(5):
         queue(state, f"j{i}", "new")
-    placed = starts(policy("horus").schedule(state))
+    placed = starts(policy("horus-paper").schedule(state))
     assert len(placed) == 5
     gpus = [g for v in placed.values() for g in v]
     assert len(set(gpus)) == 5  # idle GPUs are preferred over sharing
@@ -113,7 +113,7 @@ def test_horus_colocates_when_full_within_memory_and_cap() -> None:
     queue(state, "c", "small")
     queue(state, "d", "small")
     queue(state, "e", "mid")
-    pol = policy("horus")
+    pol = policy("horus-paper")
     actions = pol.schedule(state)
     placed = starts(actions)
     assert set(placed) == {"a", "b", "c", "d"}  # e would push a GPU to 0.6 + 0.2 + 0.6 > 1.0
@@ -126,7 +126,7 @@ def test_horus_multi_gpu_job_uses_one_node_when_possible() -> None:
     run_job(state, "r", "small", (4,))
     queue(state, "four", "small", gpus=4)
     queue(state, "three", "small", gpus=3)
-    placed = starts(policy("horus").schedule(state))
+    placed = starts(policy("horus-paper").schedule(state))
     assert sorted(placed["four"]) == [0, 1, 2, 3]
     assert {g // 4 for g in placed["three"]} == {1}
 
@@ -136,16 +136,16 @@ def test_horus_places_an_oom_failed_job_only_on_an_empty_gpu() -> None:
     run_job(state, "r", "small", (0,))
     run_job(state, "s", "small", (1,))
     queue(state, "a", "small")
-    assert starts(policy("horus").schedule(state)) == {"a": (0,)}
+    assert starts(policy("horus-paper").schedule(state)) == {"a": (0,)}
     state.queue["a"].oom_failures = 1
-    assert policy("horus").schedule(state) == []
+    assert policy("horus-paper").schedule(state) == []
 
 
 def test_horus_lookahead_bypasses_blocked_head_until_aging_bound() -> None:
     state = make_state(TABLE, nodes=1, gpus_per_node=2)
     run_job(state, "r0", "u5", (0,))
     run_job(state, "r1", "u5", (1,))
-    pol = policy("horus", max_bypass=1)
+    pol = policy("horus-paper", max_bypass=1)
     queue(state, "head", "mid")  # 0.5 + 0.6 > 1.0: blocked
     queue(state, "s1", "small")
     actions = pol.schedule(state)
@@ -173,7 +173,7 @@ def test_horus_respects_requested_gpu_type() -> None:
     state = SchedulerState(Cluster([Node("a", k80, 2), Node("b", v100, 2)]), TablePredictor(TABLE))
     queue(state, "a", "small", gpu_type="v100", gpus=2)
     queue(state, "b", "small", gpu_type="k80")
-    placed = starts(policy("horus").schedule(state))
+    placed = starts(policy("horus-paper").schedule(state))
     assert sorted(placed["a"]) == [2, 3] and placed["b"][0] in (0, 1)
 
 

@@ -29,6 +29,12 @@ from horus.state import QueuedJob, SchedulerState
 load_all("horus.policies")
 load_all("reference_policies")
 
+# Renamed since the freeze: current name -> the frozen copy's name.
+RENAMED = {"horus-paper": "horus"}
+# Designed after the freeze (no frozen copy to agree with; tested on their own).
+NEW = {"horus", "horus-fifo", "horus-las"}
+COMPARED = [name for name in POLICIES.names() if name not in NEW]
+
 TABLE = {  # catalog models (op mixes and parameter counts exist): (util, mem MiB, iteration s) on a V100
     "resnet50": (0.9, 4000.0, 0.2),
     "a3c": (0.15, 1000.0, 0.2),
@@ -98,7 +104,7 @@ def drive(name: str, kwargs: dict[str, object], seed: int, steps: int = 60, mixe
     rng = np.random.default_rng(seed)
     state = SchedulerState(random_cluster(rng, mixed), TypedPredictor())
     new = new or POLICIES.create(name, **kwargs)
-    ref = ref or REFERENCE.create(name, **kwargs)
+    ref = ref or REFERENCE.create(RENAMED.get(name, name), **kwargs)
     if getattr(new, "is_oracle", False):
         truth = TableTruth(TABLE)
         new.bind_truth(truth)  # type: ignore[attr-defined]
@@ -151,10 +157,10 @@ def as_tuples(actions: Sequence[object]) -> list[tuple[str, str, tuple[int, ...]
 
 
 def test_reference_and_current_register_the_same_policies() -> None:
-    assert POLICIES.names() == REFERENCE.names()
+    assert sorted(RENAMED.get(name, name) for name in COMPARED) == REFERENCE.names()
 
 
-@pytest.mark.parametrize("name", POLICIES.names())
+@pytest.mark.parametrize("name", COMPARED)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_policy_matches_the_reference(name: str, seed: int) -> None:
     calls, started = drive(name, {}, seed, mixed=seed != 3)
@@ -162,8 +168,8 @@ def test_policy_matches_the_reference(name: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize(("name", "kwargs"), [
-    ("horus", {"util_cap": 1.3, "max_residents": 3, "lookahead": 8, "max_bypass": 2}),
-    ("horus", {"weights": {"corunners": 0.001, "node_fit": 0.05}}),
+    ("horus-paper", {"util_cap": 1.3, "max_residents": 3, "lookahead": 8, "max_bypass": 2}),
+    ("horus-paper", {"weights": {"corunners": 0.001, "node_fit": 0.05}}),
     ("sjf-horus", {"max_scan": 4}),
     ("fifo-exclusive", {"backfill": False}),
     ("tiresias", {"thresholds": (100.0, 2000.0), "tick_s": 0.0, "max_preempt_for": 8}),
@@ -183,7 +189,7 @@ def test_any_composition_matches_the_reference(order: str, placement: str) -> No
     assert calls >= 30 and started >= 20
 
 
-@pytest.mark.parametrize("name", ["horus", "sjf-exclusive", "gandiva"])
+@pytest.mark.parametrize("name", ["horus-paper", "sjf-exclusive", "gandiva"])
 def test_large_cluster_node_selection_matches_the_reference(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``select_gpus`` looks only at nodes with a feasible GPU on large clusters: force that path here."""
     import horus.policies.gpu_selection as gpu_selection

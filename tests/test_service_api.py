@@ -132,11 +132,12 @@ def test_light_jobs_are_colocated_heavy_ones_are_not(api: httpx.Client) -> None:
     heavy = [submit(api, ["sleep", "60"], **HEAVY) for _ in range(2)]
     ids = [j["id"] for j in heavy]
     wait_for(lambda: all(api.get(f"/v1/jobs/{i}").json()["state"] == "running" for i in ids), what="heavy jobs run")
-    light = submit(api, ["sleep", "60"], **LIGHT)  # both GPUs are busy with ~100 % jobs: it must wait
+    third = submit(api, ["sleep", "60"], **HEAVY)  # two ~100 % jobs would only time-slice (no gain): it waits
     time.sleep(1.0)
-    assert api.get(f"/v1/jobs/{light['id']}").json()["state"] == "queued"
+    assert api.get(f"/v1/jobs/{third['id']}").json()["state"] == "queued"
+    api.post(f"/v1/jobs/{third['id']}/cancel")
     api.post(f"/v1/jobs/{ids[0]}/cancel")
-    lights = [light, *[submit(api, ["sleep", "60"], **LIGHT) for _ in range(2)]]
+    lights = [submit(api, ["sleep", "60"], **LIGHT) for _ in range(3)]
     ids2 = [j["id"] for j in lights]
     wait_for(lambda: all(api.get(f"/v1/jobs/{i}").json()["state"] == "running" for i in ids2), what="light jobs run")
     gpus = api.get("/v1/cluster").json()["gpus"]
@@ -144,7 +145,7 @@ def test_light_jobs_are_colocated_heavy_ones_are_not(api: httpx.Client) -> None:
     assert (ids[1],) in residents  # the heavy job is alone on its GPU
     shared = [g for g in gpus if len(g["residents"]) == 3]
     assert shared and sorted(shared[0]["residents"]) == sorted(ids2)  # the three light jobs share the other
-    assert shared[0]["predicted_util"] == pytest.approx(3 * light["predicted"]["util"])
+    assert shared[0]["predicted_util"] == pytest.approx(3 * lights[0]["predicted"]["util"])
     for job_id in [ids[1], *ids2]:
         assert api.post(f"/v1/jobs/{job_id}/cancel").json()["state"] == "cancelled"
     wait_for(lambda: all(not g["residents"] for g in api.get("/v1/cluster").json()["gpus"]), what="GPUs free")

@@ -16,7 +16,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--port", type=int, default=8888)
     p.add_argument("--prefix", default="", help="path prefix of the verbs (kube-scheduler's urlPrefix path part)")
-    p.add_argument("--policy", default="horus", help="registered policy deciding placements (default horus)")
+    p.add_argument("--policy", default="horus-paper",
+                   help="registered policy deciding placements (default horus-paper: one pod at a time; the adaptive "
+                        "horus also unpacks and migrates, which needs a pod-preempting controller not built yet)")
     p.add_argument("--policy-args", default="{}", help="JSON object of keyword arguments for the policy")
     p.add_argument("--predictor", default="analytic", help="registered predictor (default analytic)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")

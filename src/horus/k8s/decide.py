@@ -170,7 +170,7 @@ def placement_of(policy: Policy) -> Placement | None:
 class Decider:
     """A registered policy (default ``horus``) asked about one pending pod at a time."""
 
-    def __init__(self, policy: str = "horus", policy_args: dict[str, Any] | None = None) -> None:
+    def __init__(self, policy: str = "horus-paper", policy_args: dict[str, Any] | None = None) -> None:
         load_all("horus.policies")
         if policy not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES.names())}")

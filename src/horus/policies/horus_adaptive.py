@@ -67,6 +67,7 @@ class AdaptiveHorusPolicy(Policy):
     and migrate from telemetry. See the module docstring."""
 
     acts_on_running = True
+    tick_s = 60.0  # telemetry period: running jobs' rates are read at least this often
 
     def __init__(self, *, order: str = "sjf", margin: float = 0.1, kappa: float = 1.0, max_residents: int = 3,
                  mem_margin: float = 0.1, unpack_below: float = 1.0, migrate: bool = True,

@@ -210,7 +210,7 @@ class _Engine:
     def _schedule(self, now: float) -> None:
         self.core.schedule(now)
         tick = self.policy.tick_s
-        if tick and self.state.queue and not self.tick_pending and len(self.events):
+        if tick and (self.state.queue or self.policy.acts_on_running) and not self.tick_pending and len(self.events):
             self.tick_pending = True
             self.events.push(now + tick, Tick())
 

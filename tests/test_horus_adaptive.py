@@ -1,0 +1,127 @@
+"""The adaptive ``horus`` policy: exclusive first, co-location only where it pays, learning from telemetry,
+unpacking and migrating (simulated end to end against hand-written truths it never reads)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from sim_fakes import ConstPredictor, cluster, job, toy_catalog_rows
+
+import horus.catalog
+from horus.cluster import GPUType
+from horus.interference.slowdown import estimator_for
+from horus.policies.base import POLICIES, Preempt, Start
+from horus.policies.horus_adaptive import AdaptiveHorusPolicy
+from horus.policies.observed import ObservedThroughput
+from horus.sim.engine import simulate
+from horus.state import SchedulerState
+from horus.truth.base import SoloTruth, TruthModel
+
+PARAMS = {"toya": 25_000_000, "toyb": 1_000_000}
+
+
+@pytest.fixture(autouse=True)
+def toy_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
+    models = toy_catalog_rows(PARAMS)
+    monkeypatch.setattr(horus.catalog, "load_catalog", lambda: models)
+
+
+class PairTruth(TruthModel):
+    """Every job: util 0.5, 4 GB, 1 s per iteration alone; any set of n shares the GPU at ``x`` each."""
+
+    name = "pair-truth"
+
+    def __init__(self, x: float) -> None:
+        self.x = x
+
+    def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
+        return SoloTruth(0.5, 4000.0, 1.0)
+
+    def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:
+        return [self.x] * len(job_types)
+
+
+def run(jobs, gpus: int, x: float, predictor: ConstPredictor | None = None, **options):
+    policy = POLICIES.create("horus", **options)
+    result = simulate(jobs, cluster(1, gpus), policy, PairTruth(x), predictor or ConstPredictor())
+    return result.jobs.set_index("job_id"), policy
+
+
+def test_idle_gpus_are_used_before_any_co_location() -> None:
+    jobs, _ = run([job("A", 0.0, 1000), job("B", 0.0, 1000)], gpus=2, x=0.8)
+    assert not jobs["colocated"].any()
+    assert jobs.loc["A", "end"] == pytest.approx(1000.0) and jobs.loc["B", "end"] == pytest.approx(1000.0)
+
+
+def test_a_waiting_job_joins_a_busy_gpu_when_the_pair_pays() -> None:
+    jobs, _ = run([job("A", 0.0, 1000), job("B", 10.0, 1000)], gpus=1, x=0.8)
+    assert bool(jobs.loc["B", "colocated"])
+    assert jobs.loc["B", "wait"] == pytest.approx(0.0)
+    assert jobs.loc["B", "end"] < 2000.0  # exclusive would end it at 2000
+
+
+def test_no_co_location_when_the_predicted_gain_is_below_the_margin() -> None:
+    # Predicted util 0.95 each: the prior says 1.9 summed -> x = 0.53 each, combined 1.05 (< 1 + margin 0.1).
+    jobs, _ = run([job("A", 0.0, 1000), job("B", 10.0, 1000)], gpus=1, x=0.8,
+                  predictor=ConstPredictor(util=0.95))
+    assert not jobs["colocated"].any()
+    assert jobs.loc["B", "first_start"] == pytest.approx(1000.0)
+
+
+def test_a_pair_observed_to_lose_throughput_is_unpacked_and_not_packed_again() -> None:
+    # The prior (util 0.5 each) is optimistic; truth: combined 0.6. Observed at the next telemetry tick (<= 60 s),
+    # the newer job is stopped.
+    jobs, policy = run([job("A", 0.0, 1000), job("B", 10.0, 1000)], gpus=1, x=0.3)
+    assert policy.unpacked == 1
+    assert jobs.loc["B", "preemptions"] == 1
+    assert jobs.loc["B", "first_start"] == pytest.approx(10.0)
+    assert jobs.loc["A", "end"] <= 1000.0 + 60 * 0.7 + 1e-6  # slowed for at most one tick
+    assert jobs.loc["B", "end"] >= jobs.loc["A", "end"] + 990.0  # ran alone afterwards
+
+
+def test_co_location_off_is_the_exclusive_ablation() -> None:
+    jobs, _ = run([job("A", 0.0, 1000), job("B", 10.0, 1000)], gpus=1, x=0.8, colocate=False)
+    assert not jobs["colocated"].any()
+    assert jobs.loc["B", "first_start"] == pytest.approx(1000.0)
+
+
+def test_gangs_never_share_a_gpu_whose_set_was_not_observed() -> None:
+    jobs, _ = run([job("A", 0.0, 1000), job("G", 10.0, 1000, gpus=2)], gpus=2, x=0.9)
+    assert not jobs["colocated"].any()
+    assert jobs.loc["G", "first_start"] == pytest.approx(1000.0)
+
+
+def started_state(gpus: int, placements: dict[str, tuple[int, ...]], rates: dict[str, float]) -> SchedulerState:
+    state = SchedulerState(cluster(1, gpus), ConstPredictor())
+    for jid, where in placements.items():
+        state.submit(job(jid, 0.0, 10_000, gpus=len(where)), 0.0)
+        run = state.start(jid, where, 0.0)
+        run.observed_rate = rates[jid]
+    state.now = 1.0
+    return state
+
+
+def test_a_co_located_job_with_work_left_migrates_to_a_gpu_that_went_idle() -> None:
+    state = started_state(2, {"A": (0,), "B": (0,)}, {"A": 0.8, "B": 0.7})
+    actions = AdaptiveHorusPolicy().schedule(state)
+    assert actions[0] in (Preempt("A"), Preempt("B"))
+    assert actions[1] == Start(actions[0].job_id, (1,))
+
+
+def test_telemetry_gives_set_throughput_relative_to_observed_solo_rates() -> None:
+    state = started_state(2, {"A": (0,)}, {"A": 2.0})  # A alone: its solo rate is 2 it/s
+    tracker = ObservedThroughput(estimator_for(None, state.predictor))
+    tracker.observe(state)
+    state.submit(job("B", 0.0, 10_000, model="toyb"), 1.0)
+    state.start("B", (0,), 1.0).observed_rate = 0.5  # B's solo rate: predicted 1 it/s (no bias seen yet... )
+    state.running["A"].observed_rate = 1.5
+    state.now = 2.0
+    tracker.observe(state)
+    gpu = state.cluster.gpus[0].gpu_type
+    est = tracker.estimate(["toya/b1", "toyb/b1"], gpu)
+    assert est.observed == 1
+    assert est.x[0] == pytest.approx(0.75)  # 1.5 / 2.0
+    # B never ran alone: its solo rate is the predicted 1 it/s corrected by the predictor's observed bias (x2)
+    assert est.x[1] == pytest.approx(0.25)
+    assert tracker.estimate(["toyb/b1", "toya/b1"], gpu).x == pytest.approx([0.25, 0.75])
