@@ -102,6 +102,7 @@ class AdaptiveHorusPolicy(Policy):
         self._predictor: object = None
         self.unpacked = 0
         self.migrated = 0
+        self._quiet: tuple[GPULoad, int, list[QueuedJob]] | None = None  # (load, samples, head) of a call that did nothing
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": False, "order": self.order_rule.name, "margin": self.margin,
@@ -117,6 +118,10 @@ class AdaptiveHorusPolicy(Policy):
                                               prior_sigma=self.prior_sigma)
             self._predictor = state.predictor
         self.tracker.observe(state)
+        head = self.order_rule.head(state, self.max_scan) if state.queue else []
+        if self._quiet is not None and self._quiet[1] == self.tracker.samples and self._quiet[2] == head \
+                and state.load.equals(self._quiet[0]):
+            return []  # nothing seen or changed since a call that found nothing to do
         self.idx = cluster_index(state.cluster)
         actions: list[Action] = []
         load = state.load
@@ -125,9 +130,10 @@ class AdaptiveHorusPolicy(Policy):
             load = self._unpack(state, load, actions, moved)
         blocked = 0
         if state.queue:
-            load, blocked = self._place_queue(state, load, actions)
+            load, blocked = self._place_queue(state, load, actions, head)
         if self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
             self._migrate(state, load, actions, moved)
+        self._quiet = None if actions else (state.load.copy(), self.tracker.samples, head)
         return actions
 
     # ---- introspection: undo co-locations that do not pay ---------------------------------------
@@ -160,7 +166,8 @@ class AdaptiveHorusPolicy(Policy):
         return load
 
     # ---- placing queued jobs ---------------------------------------------------------------------
-    def _place_queue(self, state: SchedulerState, load: GPULoad, actions: list[Action]) -> tuple[GPULoad, int]:
+    def _place_queue(self, state: SchedulerState, load: GPULoad, actions: list[Action],
+                     head: list[QueuedJob]) -> tuple[GPULoad, int]:
         """Start what pays in queue order, then try the longest waiting jobs as background co-runners;
         returns the planned load and how many GPUs the jobs left waiting need."""
         excl = self.exclusive
@@ -168,7 +175,7 @@ class AdaptiveHorusPolicy(Policy):
         plan = _Plan()
         blocked_gpus = 0
         snap: _Snapshot | None = None
-        for job in self._critical(state) + self.order_rule.head(state, self.max_scan):
+        for job in self._critical(state) + head:
             if job.spec.job_id in plan.started:
                 continue
             spec = job.spec
