@@ -4,8 +4,10 @@ strawman packing placement it replaces.
 ``gandiva`` (``GandivaPolicy``) models the paper's packing and introspection, from job specs, predictions and
 telemetry only (never the truth):
 
-* **FIFO with backfill.** The queue is walked in arrival/requeue order; a job takes idle GPUs when enough
-  are idle (exclusive, consolidated on few nodes: ``ExclusivePlacement``).
+* **FIFO with backfill.** The queue is walked in arrival order (original submit time, so a preempted job
+  keeps its place in line as a job Gandiva suspends does; ``order="queue"`` walks the queue's re-entry order
+  as ``fifo-exclusive`` does); a job takes idle GPUs when enough are idle (exclusive, consolidated on few
+  nodes: ``ExclusivePlacement``).
 * **Packing only under load.** A single-GPU whole-GPU job that finds no idle GPU may join a busy GPU:
   at most ``max_residents`` (2) jobs per GPU, only single-GPU jobs (a multi-GPU job never packs and no
   job joins a GPU holding one), predicted memory must fit with ``mem_margin`` (10 %) of the card spare,
@@ -23,7 +25,8 @@ telemetry only (never the truth):
   Gandiva spreads packed jobs out when load drops. A move is a preemption plus a checkpoint restore.
 
 Not modelled: Gandiva's time-slicing and suspend-resume (oversubscribing GPUs by swapping jobs at
-mini-batch boundaries; a preempted job here simply re-enters the queue, at its end), grow-shrink of a
+mini-batch boundaries; a preempted job here waits in the queue, in its arrival place, and pays a
+checkpoint-restore stall when restarted), grow-shrink of a
 job's GPU count, migration for defragmentation or locality of multi-GPU jobs, its profiling of
 utilization and mini-batch time to pick packing candidates, and its per-user fairness. Unpacking needs a
 pair to have been observed once, i.e. it acts at the next scheduling call after the pair ran.
@@ -44,7 +47,7 @@ from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
 from horus.policies.cluster_index import cluster_index, job_predictions
 from horus.policies.exclusive import ExclusivePlacement
 from horus.policies.observed import ObservedThroughput
-from horus.policies.ordered import EPS, PLACEMENTS, Placement, count_at_least, fifo_head, needs_empty_gpu
+from horus.policies.ordered import EPS, PLACEMENTS, KeyedOrder, Placement, count_at_least, fifo_head, needs_empty_gpu
 from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 
 
@@ -56,6 +59,16 @@ class _Residents:
     types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types of its packable residents
     no_pack: set[int] = field(default_factory=set)  # GPUs holding a multi-GPU or fractional job
     stopped: set[str] = field(default_factory=set)  # job ids preempted this call
+
+
+class ArrivalOrder(KeyedOrder):
+    """FIFO by original submit time: a preempted (unpacked, migrated) job keeps its place in line, as a job
+    Gandiva suspends does; ties in queue order."""
+
+    name = "arrival"
+
+    def key(self, job: QueuedJob, state: SchedulerState) -> tuple[float]:
+        return (job.spec.submit_time,)
 
 
 def _packable(spec: Any) -> bool:
@@ -70,7 +83,7 @@ class GandivaPolicy(Policy):
     acts_on_running = True
 
     def __init__(self, *, max_residents: int = 2, mem_margin: float = 0.1, unpack_below: float = 1.0,
-                 migrate: bool = True, migrate_min_s: float = 600.0, max_scan: int = 64,
+                 migrate: bool = True, migrate_min_s: float = 600.0, max_scan: int = 64, order: str = "arrival",
                  name: str = "gandiva") -> None:
         if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
             raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
@@ -80,6 +93,9 @@ class GandivaPolicy(Policy):
         self.migrate = migrate
         self.migrate_min_s = migrate_min_s
         self.max_scan = max_scan
+        if order not in ("arrival", "queue"):
+            raise ValueError(f"order must be arrival or queue, got {order!r}")
+        self.order = ArrivalOrder() if order == "arrival" else None
         self.name = name
         self.exclusive = ExclusivePlacement()
         self.tracker: ObservedThroughput | None = None
@@ -89,7 +105,7 @@ class GandivaPolicy(Policy):
         self.migrated = 0
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "oracle": False, "order": "fifo", "max_residents": self.max_residents,
+        return {"name": self.name, "oracle": False, "order": self.order.name if self.order else "queue", "max_residents": self.max_residents,
                 "mem_margin": self.mem_margin, "unpack_below": self.unpack_below, "migrate": self.migrate,
                 "migrate_min_s": self.migrate_min_s, "max_scan": self.max_scan,
                 "telemetry": self.tracker.describe() if self.tracker else None}
@@ -183,7 +199,8 @@ class GandivaPolicy(Policy):
         how many queued jobs were left waiting."""
         excl = self.exclusive
         waiting = 0
-        for job in fifo_head(state, self.max_scan):
+        jobs = self.order.head(state, self.max_scan) if self.order else fifo_head(state, self.max_scan)
+        for job in jobs:
             gpus = excl.place(job, load, state) if excl.any_room() else None
             if gpus is None and self.max_residents > 1 and _packable(job.spec) and not needs_empty_gpu(job):
                 gpus = self._pack_target(job, load, state, res)
