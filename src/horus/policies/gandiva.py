@@ -14,8 +14,9 @@ telemetry only (never the truth):
   and a job that already failed out of memory only goes to an idle GPU. Gandiva does not predict
   utilization: among the GPUs that fit, the one with the fewest residents, then the lowest predicted
   memory, then the lowest index is taken (no interference model ranks them).
-* **Introspection.** Every call first reads the running jobs' observed rates (``ObservedThroughput``,
-  prior: the untrained summed-utilization rule, used only to fill unseen sets, never to rank). A packed
+* **Introspection.** Every call (at least every ``tick_s`` = 60 s while jobs run) first reads the running
+  jobs' observed rates (``ObservedThroughput``; its prior, the untrained summed-utilization rule, only
+  fills sets never seen and is not used to decide anything here). A packed
   GPU whose observed combined normalized throughput (summed over its residents) is below
   ``unpack_below`` (1) is unpacked: its newest job is preempted and restarted at once on an idle GPU if
   there is one (else it waits in the queue). A type set seen to be below 1 is not packed again (the
@@ -81,6 +82,7 @@ class GandivaPolicy(Policy):
     throughput; migrate packed jobs to idle GPUs. See the module docstring."""
 
     acts_on_running = True
+    tick_s = 60.0  # telemetry period: running jobs' rates are read at least this often (as ``horus``)
 
     def __init__(self, *, max_residents: int = 2, mem_margin: float = 0.1, unpack_below: float = 1.0,
                  migrate: bool = True, migrate_min_s: float = 600.0, max_scan: int = 64, order: str = "arrival",
