@@ -56,14 +56,14 @@ def test_exclusive_fractional_jobs_share_only_with_fractional_jobs() -> None:
     assert placed == {"q1": (1,)}  # fills GPU 1 to share 1.0; nothing joins the whole-GPU job
 
 
-# ---- gandiva ------------------------------------------------------------------------------------
+# ---- gandiva-greedy (the strawman; the faithful gandiva: test_gandiva_faithful.py) ----
 def test_gandiva_packs_least_loaded_memory_fit_even_above_full_utilization() -> None:
     state = make_state(TABLE, nodes=1, gpus_per_node=2)
     run_job(state, "r0", "big", (0,))  # 1 resident, util 0.9
     run_job(state, "r1", "light", (1,))  # 2 residents, util 0.4 in total
     run_job(state, "r2", "light", (1,))
     queue(state, "a", "mid")  # util 0.6: GPU 0 would reach 1.5
-    assert starts(policy("gandiva").schedule(state)) == {"a": (0,)}
+    assert starts(policy("gandiva-greedy").schedule(state)) == {"a": (0,)}
 
 
 def test_gandiva_respects_predicted_memory() -> None:
@@ -71,7 +71,7 @@ def test_gandiva_respects_predicted_memory() -> None:
     run_job(state, "r0", "big", (0,))
     run_job(state, "r1", "big", (1,))
     queue(state, "a", "huge")  # 4,000 + 13,000 MiB > 16,000 MiB on either GPU
-    assert policy("gandiva").schedule(state) == []
+    assert policy("gandiva-greedy").schedule(state) == []
 
 
 # ---- horus placement ----------------------------------------------------------------------------

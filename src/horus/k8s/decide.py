@@ -3,10 +3,10 @@
 Two ways to ask the policy, both its own logic (nothing re-implemented here):
 
 * **placement path** (policies whose decision for one job is their ``Placement``'s ``evaluate``:
-  ``horus``, ``sjf-horus``, ``fifo-exclusive``, ``gandiva``, ``tiresias``...): one vectorised
+  ``horus``, ``sjf-horus``, ``fifo-exclusive``, ``gandiva-greedy``, ``tiresias``...): one vectorised
   ``placement.cost_per_gpu`` over every GPU, then on each node the ``k`` cheapest feasible GPUs, which is
   what ``select_gpus`` picks on a cost restricted to that node. Cost: microseconds per node.
-* **policy path** (any other policy, e.g. ``horus-iasp``, ``geng``): the policy's ``schedule`` on a
+* **policy path** (any other policy, e.g. ``horus-iasp``, ``geng``, ``gandiva``): the policy's ``schedule`` on a
   one-node state per candidate node (feasibility), and once on the feasible nodes together (the node it
   picks scores 10, the others 5). Cost: one policy call per node (see benchmarks/k8s_extender.py).
 

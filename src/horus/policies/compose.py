@@ -34,10 +34,11 @@ def sjf_exclusive(**kwargs: Any) -> Policy:
     return make_composed("sjf", "exclusive", name="sjf-exclusive", **kwargs)
 
 
-@POLICIES.register("gandiva")
-def gandiva(**kwargs: Any) -> Policy:
-    """FIFO with Gandiva-style memory-fit packing (no utilization awareness)."""
-    return make_composed("fifo", "gandiva", name="gandiva", **kwargs)
+@POLICIES.register("gandiva-greedy")
+def gandiva_greedy(**kwargs: Any) -> Policy:
+    """The strawman packing baseline kept for reference: FIFO, memory-fit packing with no per-GPU cap, no
+    memory margin, gangs packed, never unpacked (the faithful Gandiva is ``gandiva``)."""
+    return make_composed("fifo", "gandiva", name="gandiva-greedy", **kwargs)
 
 
 @POLICIES.register("sjf-horus")

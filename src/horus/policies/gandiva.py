@@ -1,22 +1,303 @@
-"""Gandiva-style packing placement: memory fit by prediction, least-loaded GPU, no utilization awareness."""
+"""Gandiva (Xiao et al., "Gandiva: Introspective Cluster Scheduling for Deep Learning", OSDI 2018) and the
+strawman packing placement it replaces.
+
+``gandiva`` (``GandivaPolicy``) models the paper's packing and introspection, from job specs, predictions and
+telemetry only (never the truth):
+
+* **FIFO with backfill.** The queue is walked in arrival order (original submit time, so a preempted job
+  keeps its place in line as a job Gandiva suspends does; ``order="queue"`` walks the queue's re-entry order
+  as ``fifo-exclusive`` does); a job takes idle GPUs when enough are idle (exclusive, consolidated on few
+  nodes: ``ExclusivePlacement``).
+* **Packing only under load.** A single-GPU whole-GPU job that finds no idle GPU may join a busy GPU:
+  at most ``max_residents`` (2) jobs per GPU, only single-GPU jobs (a multi-GPU job never packs and no
+  job joins a GPU holding one), predicted memory must fit with ``mem_margin`` (10 %) of the card spare,
+  and a job that already failed out of memory only goes to an idle GPU. Gandiva does not predict
+  utilization: among the GPUs that fit, the one with the fewest residents, then the lowest predicted
+  memory, then the lowest index is taken (no interference model ranks them).
+* **Introspection.** Every call (at least every ``tick_s`` = 60 s while jobs run) first reads the running
+  jobs' observed rates (``ObservedThroughput``; its prior, the untrained summed-utilization rule, only
+  fills sets never seen and is not used to decide anything here). A packed
+  GPU whose observed combined normalized throughput (summed over its residents) is below
+  ``unpack_below`` (1) is unpacked: its newest job is preempted and restarted at once on an idle GPU if
+  there is one (else it waits in the queue). A type set seen to be below 1 is not packed again (the
+  tracker's observed mean says so), which is Gandiva's "remember bad packings".
+* **Migration.** When no queued job is left waiting after a call, packed jobs move to idle GPUs (the one
+  with the most remaining work, over ``migrate_min_s``, first; one move per packed GPU per call), as
+  Gandiva spreads packed jobs out when load drops. A move is a preemption plus a checkpoint restore.
+
+Not modelled: Gandiva's time-slicing and suspend-resume (oversubscribing GPUs by swapping jobs at
+mini-batch boundaries; a preempted job here waits in the queue, in its arrival place, and pays a
+checkpoint-restore stall when restarted), grow-shrink of a
+job's GPU count, migration for defragmentation or locality of multi-GPU jobs, its profiling of
+utilization and mini-batch time to pick packing candidates, and its per-user fairness. Unpacking needs a
+pair to have been observed once, i.e. it acts at the next scheduling call after the pair ran.
+
+``gandiva-greedy`` (``GandivaPlacement`` composed with FIFO) is the earlier **strawman** kept for
+reference: it packs whenever memory fits (no per-GPU cap, no memory margin, gangs too) and never unpacks.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import numpy as np
 
-from horus.policies.cluster_index import job_predictions
-from horus.policies.ordered import PLACEMENTS, Placement, count_at_least, needs_empty_gpu
-from horus.state import GPULoad, QueuedJob, SchedulerState
+from horus.interference.slowdown import estimator_for
+from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
+from horus.policies.cluster_index import cluster_index, job_predictions
+from horus.policies.exclusive import ExclusivePlacement
+from horus.policies.observed import ObservedThroughput
+from horus.policies.ordered import EPS, PLACEMENTS, KeyedOrder, Placement, count_at_least, fifo_head, needs_empty_gpu
+from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 
 
+# ---- the faithful policy ----------------------------------------------------------------------------
+@dataclass
+class _Residents:
+    """Who holds each GPU during one call: running jobs not stopped this call, plus jobs started this call."""
+
+    types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types of its packable residents
+    no_pack: set[int] = field(default_factory=set)  # GPUs holding a multi-GPU or fractional job
+    stopped: set[str] = field(default_factory=set)  # job ids preempted this call
+
+
+class ArrivalOrder(KeyedOrder):
+    """FIFO by original submit time: a preempted (unpacked, migrated) job keeps its place in line, as a job
+    Gandiva suspends does; ties in queue order."""
+
+    name = "arrival"
+
+    def key(self, job: QueuedJob, state: SchedulerState) -> tuple[float]:
+        return (job.spec.submit_time,)
+
+
+def _packable(spec: Any) -> bool:
+    """Only single-GPU, whole-GPU jobs pack (Gandiva does not pack gangs)."""
+    return spec.num_gpus == 1 and gpu_share(spec) >= 1.0 - EPS
+
+
+class GandivaPolicy(Policy):
+    """FIFO with backfill; pack single-GPU jobs two per GPU only under load; unpack pairs observed to lose
+    throughput; migrate packed jobs to idle GPUs. See the module docstring."""
+
+    acts_on_running = True
+    tick_s = 60.0  # telemetry period: running jobs' rates are read at least this often (as ``horus``)
+
+    def __init__(self, *, max_residents: int = 2, mem_margin: float = 0.1, unpack_below: float = 1.0,
+                 migrate: bool = True, migrate_min_s: float = 600.0, max_scan: int = 64, order: str = "arrival",
+                 name: str = "gandiva") -> None:
+        if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
+            raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
+        self.max_residents = max_residents
+        self.mem_margin = mem_margin
+        self.unpack_below = unpack_below
+        self.migrate = migrate
+        self.migrate_min_s = migrate_min_s
+        self.max_scan = max_scan
+        if order not in ("arrival", "queue"):
+            raise ValueError(f"order must be arrival or queue, got {order!r}")
+        self.order = ArrivalOrder() if order == "arrival" else None
+        self.name = name
+        self.exclusive = ExclusivePlacement()
+        self.tracker: ObservedThroughput | None = None
+        self._predictor: object = None
+        self.packed = 0  # packing starts
+        self.unpacked = 0
+        self.migrated = 0
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "oracle": False, "order": self.order.name if self.order else "queue", "max_residents": self.max_residents,
+                "mem_margin": self.mem_margin, "unpack_below": self.unpack_below, "migrate": self.migrate,
+                "migrate_min_s": self.migrate_min_s, "max_scan": self.max_scan,
+                "telemetry": self.tracker.describe() if self.tracker else None}
+
+    def schedule(self, state: SchedulerState) -> list[Action]:
+        if self.tracker is None or self._predictor is not state.predictor:
+            self.tracker = ObservedThroughput(estimator_for(None, state.predictor))
+            self._predictor = state.predictor
+        self.tracker.observe(state)
+        self.idx = cluster_index(state.cluster)
+        self.exclusive.begin(state.load, state)
+        actions: list[Action] = []
+        res = self._residents(state)
+        load = state.load
+        if self.max_residents > 1:
+            load = self._unpack(state, load, res, actions)
+        waiting = 0
+        if state.queue:
+            load, waiting = self._place_queue(state, load, res, actions)
+        if self.migrate and not waiting:
+            self._migrate(state, load, res, actions)
+        return actions
+
+    def _residents(self, state: SchedulerState) -> _Residents:
+        res = _Residents()
+        for g in np.flatnonzero(state.load.n_residents > 0).tolist():
+            specs = [state.running[j].spec for j in state.residents[g]]
+            if all(_packable(s) for s in specs):
+                res.types[g] = [s.job_type for s in specs]
+            else:
+                res.no_pack.add(g)
+        return res
+
+    # ---- introspection: unpack pairs observed to lose throughput ------------------------------------
+    def _unpack(self, state: SchedulerState, load: GPULoad, res: _Residents, actions: list[Action]) -> GPULoad:
+        assert self.tracker is not None
+        for g in np.flatnonzero(state.load.n_residents >= 2).tolist():
+            if g in res.no_pack:
+                continue
+            runs = [state.running[j] for j in state.residents[g]]
+            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
+            if not (est.observed and est.combined < self.unpack_below):
+                continue
+            newest = max(runs, key=lambda r: (r.start_time, r.spec.job_id))
+            load = self._remove(newest.spec, g, state, load, res)
+            actions.append(Preempt(newest.spec.job_id))
+            self.unpacked += 1
+            target = self._idle_gpu(newest.spec, g, load)
+            if target is not None:  # restart at once on an idle GPU (it is queued once preempted)
+                load = self._add(newest.spec, (target,), state, load, res)
+                actions.append(Start(newest.spec.job_id, (target,)))
+        return load
+
+    def _remove(self, spec: Any, g: int, state: SchedulerState, load: GPULoad, res: _Residents) -> GPULoad:
+        if load is state.load:
+            load = load.copy()
+        load.add((g,), state.predict(spec, state.cluster.gpus[g].gpu_type), gpu_share(spec), -1)
+        res.stopped.add(spec.job_id)
+        res.types[g].remove(spec.job_type)
+        self.exclusive.update(load, state)
+        return load
+
+    def _add(self, spec: Any, gpus: tuple[int, ...], state: SchedulerState, load: GPULoad,
+             res: _Residents) -> GPULoad:
+        if load is state.load:
+            load = load.copy()
+        load.add(gpus, state.predict(spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(spec))
+        for g in gpus:
+            if _packable(spec) and g not in res.no_pack:
+                res.types.setdefault(g, []).append(spec.job_type)
+            else:
+                res.no_pack.add(g)
+                res.types.pop(g, None)
+        self.exclusive.update(load, state)
+        return load
+
+    def _idle_gpu(self, spec: Any, leaving: int, load: GPULoad) -> int | None:
+        """An idle GPU the job may use, of the same type as ``leaving`` if there is one."""
+        idle = load.n_residents == 0
+        allowed = self.idx.allowed(spec)
+        if allowed is not None:
+            idle = idle & allowed
+        same = idle & (self.idx.type_of_gpu == self.idx.type_of_gpu[leaving])
+        pool = np.flatnonzero(same if same.any() else idle)
+        return int(pool[0]) if len(pool) else None
+
+    # ---- placing queued jobs -------------------------------------------------------------------------
+    def _place_queue(self, state: SchedulerState, load: GPULoad, res: _Residents,
+                     actions: list[Action]) -> tuple[GPULoad, int]:
+        """FIFO with backfill: idle GPUs first, packing only when none fits. Returns the planned load and
+        how many queued jobs were left waiting."""
+        excl = self.exclusive
+        waiting = 0
+        jobs = self.order.head(state, self.max_scan) if self.order else fifo_head(state, self.max_scan)
+        for job in jobs:
+            gpus = excl.place(job, load, state) if excl.any_room() else None
+            if gpus is None and self.max_residents > 1 and _packable(job.spec) and not needs_empty_gpu(job):
+                gpus = self._pack_target(job, load, state, res)
+                if gpus is not None:
+                    self.packed += 1
+            if gpus is None:
+                waiting += 1
+                continue
+            load = self._add(job.spec, gpus, state, load, res)
+            actions.append(Start(job.spec.job_id, gpus))
+        return load, waiting + max(0, len(state.queue) - self.max_scan)
+
+    def _pack_target(self, job: QueuedJob, load: GPULoad, state: SchedulerState,
+                     res: _Residents) -> tuple[int, ...] | None:
+        """The busy GPU to pack ``job`` onto: room for one more resident, no gang or fractional job on it,
+        predicted memory within the margin, and not a type set observed to lose throughput; fewest
+        residents, then lowest predicted memory, then lowest index."""
+        assert self.tracker is not None
+        spec, idx = job.spec, self.idx
+        mem = idx.per_gpu([state.predict(spec, t).mem_mib for t in idx.types])
+        ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
+              & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
+        allowed = idx.allowed(spec)
+        if allowed is not None:
+            ok &= allowed
+        if res.no_pack:
+            ok[list(res.no_pack)] = False
+        cand = np.flatnonzero(ok)
+        if not len(cand):
+            return None
+        verdict: dict[tuple[int, tuple[str, ...]], bool] = {}
+        for g in cand.tolist():
+            key = (int(idx.type_of_gpu[g]), tuple(sorted(res.types.get(g, []))))
+            bad = verdict.get(key)
+            if bad is None:
+                est = self.tracker.estimate([*key[1], spec.job_type], idx.types[key[0]])
+                bad = verdict[key] = bool(est.observed and est.combined < self.unpack_below)
+            if bad:
+                ok[g] = False
+        if not ok.any():
+            return None
+        cost = np.where(ok, load.n_residents * 1e9 + load.pred_mem_mib, np.inf)
+        return (int(np.argmin(cost)),)
+
+    # ---- migration: spread packed jobs onto GPUs that went idle --------------------------------------
+    def _migrate(self, state: SchedulerState, load: GPULoad, res: _Residents, actions: list[Action]) -> None:
+        idle = load.n_residents == 0
+        if not idle.any():
+            return
+        movers: list[tuple[float, str, int]] = []
+        for g in np.flatnonzero(load.n_residents >= 2).tolist():
+            if g in res.no_pack:
+                continue
+            for jid in state.residents[g]:
+                run = state.running[jid]
+                if jid in res.stopped or not run.observed_rate > 0:
+                    continue
+                left = max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate
+                if left >= self.migrate_min_s:
+                    movers.append((left, jid, g))
+        movers.sort(key=lambda m: (-m[0], m[1]))
+        moved_from: set[int] = set()
+        for _, jid, g in movers:
+            if g in moved_from:
+                continue  # one move per packed GPU per call: the rest then runs alone
+            spec = state.running[jid].spec
+            target = self._idle_gpu(spec, g, load)
+            if target is None:
+                continue
+            load = self._remove(spec, g, state, load, res)
+            load = self._add(spec, (target,), state, load, res)
+            actions.append(Preempt(jid))
+            actions.append(Start(jid, (target,)))
+            moved_from.add(g)
+            self.migrated += 1
+            if not (load.n_residents == 0).any():
+                break
+
+
+@POLICIES.register("gandiva")
+def gandiva(**kwargs: Any) -> Policy:
+    """Gandiva (OSDI 2018): FIFO, packs two single-GPU jobs per GPU only under load, unpacks and migrates
+    from observed throughput."""
+    return GandivaPolicy(**kwargs)
+
+
+# ---- the strawman kept for reference ----------------------------------------------------------------
 @PLACEMENTS.register("gandiva")
 class GandivaPlacement(Placement):
-    """Pack jobs onto GPUs whose predicted memory still fits (sum of predicted memory + the new job's
-    <= capacity), choosing the GPU with the fewest residents (ties: lowest index). Utilization is
-    ignored on purpose: this is the packing baseline (Xiao et al., OSDI 2018, packs by memory and
-    relies on later migration/profiling, which the simulator does not model). Multi-GPU jobs: fewest
-    nodes, then fewest residents in total. An empty GPU takes any job (even one predicted too big); a
-    job that already failed out-of-memory goes only to an empty GPU.
+    """The **strawman** packing placement (policy ``gandiva-greedy``), kept for reference: pack jobs onto
+    GPUs whose predicted memory still fits (sum of predicted memory + the new job's <= capacity, no
+    margin), choosing the GPU with the fewest residents (ties: lowest index), with no per-GPU cap, gangs
+    included, whether or not GPUs are idle, and never unpacking. Multi-GPU jobs: fewest nodes, then
+    fewest residents in total. An empty GPU takes any job (even one predicted too big); a job that
+    already failed out-of-memory goes only to an empty GPU. ``GandivaPolicy`` is the faithful model.
     """
 
     name = "gandiva"
