@@ -150,15 +150,26 @@ def as_tuples(actions: Sequence[object]) -> list[tuple[str, str, tuple[int, ...]
     return [(type(a).__name__, a.job_id, tuple(getattr(a, "gpus", ()))) for a in actions]  # type: ignore[attr-defined]
 
 
+# Policies written after the freeze have no frozen copy; their own tests cover them.
+NEWER = {"oracle", "oracle-truth"}  # "oracle" now names oracle-truth; the old one is "oracle-horus-rule"
+
+
 def test_reference_and_current_register_the_same_policies() -> None:
-    assert POLICIES.names() == REFERENCE.names()
+    assert set(POLICIES.names()) - NEWER == set(REFERENCE.names())
 
 
-@pytest.mark.parametrize("name", POLICIES.names())
+@pytest.mark.parametrize("name", REFERENCE.names())
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_policy_matches_the_reference(name: str, seed: int) -> None:
     calls, started = drive(name, {}, seed, mixed=seed != 3)
     assert calls >= 30 and started >= 20  # the comparison exercised real decisions
+
+
+@pytest.mark.parametrize("name", ["oracle-truth"])  # "oracle" is the same class
+def test_newer_policies_run_the_same_states_deterministically(name: str) -> None:
+    """No frozen copy: two fresh instances must agree on every call (and not fail on any state)."""
+    calls, started = drive(name, {}, seed=7, new=POLICIES.create(name), ref=POLICIES.create(name))
+    assert calls >= 30 and started >= 20
 
 
 @pytest.mark.parametrize(("name", "kwargs"), [
@@ -169,7 +180,7 @@ def test_policy_matches_the_reference(name: str, seed: int) -> None:
     ("tiresias", {"thresholds": (100.0, 2000.0), "tick_s": 0.0, "max_preempt_for": 8}),
     ("geng", {"max_residents": 3, "max_subsets": 4}),
     ("horus-iasp", {"util_cap": 1.2, "min_throughput": 0.6}),
-    ("oracle", {"shortlist": 2, "min_gain": 0.1}),
+    ("oracle-horus-rule", {"shortlist": 2, "min_gain": 0.1}),
 ])
 def test_policy_options_match_the_reference(name: str, kwargs: dict[str, object]) -> None:
     calls, started = drive(name, kwargs, seed=4)

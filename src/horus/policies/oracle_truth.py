@@ -75,7 +75,9 @@ class TrueWorld:
         self.mem = [0.0] * cluster.num_gpus
         self.residents: list[list[str]] = [[] for _ in range(cluster.num_gpus)]
         self.gx: list[dict[str, float]] = [{} for _ in range(cluster.num_gpus)]  # true x of each resident type
+        self.type_key: list[tuple[str, ...]] = [() for _ in range(cluster.num_gpus)]  # sorted resident types
         self.jobs: dict[str, _Job] = {}
+        self.version = 0  # bumped whenever a job starts or finishes
         self.t = now
         self._solo: dict[tuple[str, str], SoloTruth] = {}
         self._x: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
@@ -137,6 +139,7 @@ class TrueWorld:
         solos = [self.solo(spec.job_type, self.gpu_type[g]) for g in gpus]
         job = _Job(spec, gpus, [s.iter_time_s for s in solos], self.comm(spec, gpus), rem)
         self.jobs[spec.job_id] = job
+        self.version += 1
         for g, s in zip(gpus, solos):
             self.residents[g].append(spec.job_id)
             self.mem[g] += s.mem_mib
@@ -144,6 +147,7 @@ class TrueWorld:
 
     def remove(self, jid: str) -> None:
         job = self.jobs.pop(jid)
+        self.version += 1
         for g in job.gpus:
             self.residents[g].remove(jid)
             self.mem[g] = self.mem[g] - self.solo(job.type, self.gpu_type[g]).mem_mib if self.residents[g] else 0.0
@@ -154,6 +158,7 @@ class TrueWorld:
         for g in gpus:
             types = [self.jobs[j].type for j in self.residents[g]]
             self.gx[g] = self.x(types, self.gpu_type[g]) if types else {}
+            self.type_key[g] = tuple(sorted(types))
             affected.update(dict.fromkeys(self.residents[g]))
         for jid in affected:
             job = self.jobs[jid]
@@ -174,21 +179,21 @@ class TrueWorld:
         for jid in affected:
             job = self.jobs[jid]
             fixed = 0.0  # the pace its workers off ``gpus`` impose (their co-runners do not change)
-            inside: list[tuple[int, float]] = []
+            inside: dict[int, float] = {}
             for g, s in zip(job.gpus, job.solo_s):
                 if g in on:
-                    inside.append((g, s))
+                    inside[g] = s
                 else:
                     fixed = max(fixed, s / self.gx[g][job.type])
             members.append((job.type, inside, fixed, job.comm_s, job.rem))
         solo_j = [self.solo(spec.job_type, self.gpu_type[g]).iter_time_s for g in gpus]
         comm_j = self.comm(spec, gpus)
-        new = (spec.job_type, list(zip(gpus, solo_j)), 0.0, comm_j, rem)
+        new = (spec.job_type, dict(zip(gpus, solo_j)), 0.0, comm_j, rem)
         after = self._finish_sum([*members, new], gpus)
         before = self._finish_sum(members, gpus) + wait_until + rem * (max(solo_j) + comm_j)
         return after - before
 
-    def _finish_sum(self, members: list[tuple[str, list[tuple[int, float]], float, float, float]],
+    def _finish_sum(self, members: list[tuple[str, dict[int, float], float, float, float]],
                     gpus: tuple[int, ...]) -> float:
         """Sum of completion times of ``members`` run together from now; each one's pace follows who is
         still running on ``gpus`` (true x of the remaining set)."""
@@ -196,17 +201,19 @@ class TrueWorld:
         rem = [m[4] for m in members]
         alive = list(range(len(members)))
         total = 0.0
+        on_gpu = {g: [i for i, m in enumerate(members) if g in m[1]] for g in gpus}
+        done = [False] * len(members)
         while alive:
             xs = {}
-            for g in gpus:
-                types = [members[i][0] for i in alive if any(h == g for h, _ in members[i][1])]
+            for g, there in on_gpu.items():
+                types = [members[i][0] for i in there if not done[i]]
                 if types:
                     xs[g] = self.x(types, self.gpu_type[g])
             rates = []
             for i in alive:
                 kind, inside, fixed, comm_s, _ = members[i]
                 worst = fixed
-                for g, s in inside:
+                for g, s in inside.items():
                     worst = max(worst, s / xs[g][kind])
                 rates.append(1.0 / (worst + comm_s))
             step = min(rem[i] / r for i, r in zip(alive, rates))
@@ -215,11 +222,13 @@ class TrueWorld:
             for i, r in zip(alive, rates):
                 rem[i] -= r * step
                 if rem[i] <= 1e-9 * max(1.0, members[i][4]):
+                    done[i] = True
                     total += t
                 else:
                     left.append(i)
             if len(left) == len(alive):  # float guard: the argmin finishes
                 j = min(range(len(alive)), key=lambda n: rem[alive[n]])
+                done[alive[j]] = True
                 total += t
                 left.pop(j)
             alive = left
@@ -247,6 +256,8 @@ class TrueCompletionOracle(Policy):
         self.bypassed: dict[str, int] = {}
         self._rejected: set[str] = set()  # not worth co-locating under the current residents
         self._screen: dict[tuple[str, str, tuple[str, ...]], float] = {}
+        self._gain_cache: dict[tuple[str, str | None], tuple[np.ndarray, np.ndarray]] = {}
+        self._gain_version = -1
 
     def bind_truth(self, truth: object) -> None:
         if not isinstance(truth, TruthModel):
@@ -269,6 +280,7 @@ class TrueCompletionOracle(Policy):
         if world is None or world.cluster is not state.cluster:
             world = self.world = TrueWorld(self.truth, state.cluster, state.now)
             self._rejected = set()
+            self._gain_version = -1
         before = set(world.jobs)
         world.sync(state)
         if set(world.jobs) != before:
@@ -381,8 +393,19 @@ class TrueCompletionOracle(Policy):
         return best
 
     def _gains(self, spec: JobSpec, world: TrueWorld, idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
-        """Per GPU (and the idle mask): 1.0 if idle; else the rise in its summed true normalized throughput if the job joins
-        (screened: true memory fits, below ``max_residents``, a rise > 0); ``inf`` where it cannot go."""
+        """Per GPU (and the idle mask): 1.0 if idle; else the rise in its summed true normalized throughput
+        if the job joins (screened: true memory fits, below ``max_residents``, a rise > 0); ``inf`` where it
+        cannot go. Cached per (job type, GPU request) until a job starts or finishes."""
+        if self._gain_version != world.version or len(self._gain_cache) > 4096:
+            self._gain_cache = {}
+            self._gain_version = world.version
+        key = (spec.job_type, spec.gpu_type_request)
+        cached = self._gain_cache.get(key)
+        if cached is None:
+            cached = self._gain_cache[key] = self._compute_gains(spec, world, idx)
+        return cached
+
+    def _compute_gains(self, spec: JobSpec, world: TrueWorld, idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
         allowed = idx.allowed(spec)
         gain = np.full(len(world.residents), np.inf)
         idle = np.zeros(len(world.residents), dtype=bool)
@@ -398,7 +421,7 @@ class TrueCompletionOracle(Policy):
             gpu_type = world.gpu_type[g]
             if world.mem[g] + world.solo(spec.job_type, gpu_type).mem_mib > world.capacity[g]:
                 continue
-            types = tuple(sorted(world.jobs[j].type for j in residents))
+            types = world.type_key[g]
             key = (spec.job_type, gpu_type.name, types)
             value = self._screen.get(key)
             if value is None:
