@@ -171,7 +171,7 @@ def test_never_reads_the_truth_without_bind_truth() -> None:
 
 def test_oracle_is_the_name_kept_for_oracle_truth() -> None:
     pol = policy("oracle")
-    assert isinstance(pol, TrueCompletionOracle) and pol.name == "oracle" and pol.is_oracle
+    assert isinstance(pol, TrueCompletionOracle) and pol.name == "oracle-truth" and pol.is_oracle
     old = policy("oracle-horus-rule")
     assert old.is_oracle and not isinstance(old, TrueCompletionOracle)
 

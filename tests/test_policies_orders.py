@@ -6,9 +6,9 @@ import pytest
 from policies_fakes import TableTruth, make_state, policy, queue, run_job, spec, starts
 
 from horus.errors import OracleAccessError
-from horus.policies.ordered import ORDERS, PLACEMENTS
 from horus.policies.base import POLICIES, Preempt, Start
 from horus.policies.compose import make_composed
+from horus.policies.ordered import ORDERS, PLACEMENTS
 from horus.policies.tiresias import queue_index
 
 TABLE = {
@@ -132,8 +132,9 @@ def test_oracle_picks_the_gpu_with_the_best_true_colocated_throughput(name: str)
 
 # ---- registries ---------------------------------------------------------------------------------
 def test_registered_names_and_composition_by_name() -> None:
-    assert {"fifo-exclusive", "sjf-exclusive", "tiresias", "gandiva", "horus", "oracle", "oracle-truth",
+    assert {"fifo-exclusive", "sjf-exclusive", "tiresias", "gandiva", "horus", "oracle-truth",
             "oracle-horus-rule"} <= set(POLICIES.names())
+    assert "oracle" in POLICIES and "oracle" not in POLICIES.names()  # an alias: runs once in "every policy"
     assert {"fifo", "sjf", "tiresias"} <= set(ORDERS.names())
     assert {"exclusive", "gandiva", "horus"} <= set(PLACEMENTS.names())
     combo = make_composed("sjf", "horus", placement_args={"util_cap": 1.0})

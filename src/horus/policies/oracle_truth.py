@@ -52,7 +52,7 @@ from horus.truth.base import SoloTruth, TruthModel
 
 
 class _Job:
-    __slots__ = ("spec", "type", "gpus", "solo_s", "comm_s", "rem", "rate")
+    __slots__ = ("comm_s", "gpus", "rate", "rem", "solo_s", "spec", "type")
 
     def __init__(self, spec: JobSpec, gpus: tuple[int, ...], solo_s: list[float], comm_s: float, rem: float) -> None:
         self.spec = spec
@@ -434,9 +434,4 @@ class TrueCompletionOracle(Policy):
         return gain, idle
 
 
-@POLICIES.register("oracle")
-def oracle_alias(**kwargs: Any) -> TrueCompletionOracle:
-    """``oracle``: the name kept for ``oracle-truth`` (the results are labelled ``oracle``)."""
-    policy = TrueCompletionOracle(**kwargs)
-    policy.name = "oracle"
-    return policy
+POLICIES.alias("oracle", "oracle-truth")  # the name kept for the reference co-location oracle
