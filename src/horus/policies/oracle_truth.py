@@ -34,6 +34,7 @@ until a job starts or finishes.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from itertools import islice
 from typing import Any
@@ -173,6 +174,15 @@ class TrueWorld:
     def completion_sum(self, spec: JobSpec, gpus: tuple[int, ...], rem: float, wait_until: float) -> float:
         """True change in the summed completion time of ``spec`` and every job resident on ``gpus`` if
         ``spec`` starts there now instead of starting alone at ``wait_until``."""
+        _, after, before = self.effect(spec, gpus, rem)
+        return sum(after) - sum(before) - (wait_until + rem * self.alone_iter_s(spec, gpus))
+
+    def alone_iter_s(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
+        return max(self.solo(spec.job_type, self.gpu_type[g]).iter_time_s for g in gpus) + self.comm(spec, gpus)
+
+    def effect(self, spec: JobSpec, gpus: tuple[int, ...], rem: float) -> tuple[list[str], list[float], list[float]]:
+        """The jobs resident on ``gpus``, their true completion times with ``spec`` started there now
+        (``spec``'s last) and without it. Gang residents keep the pace of their other GPUs."""
         on = set(gpus)
         affected = list(dict.fromkeys(j for g in gpus for j in self.residents[g]))
         members = []
@@ -186,21 +196,18 @@ class TrueWorld:
                 else:
                     fixed = max(fixed, s / self.gx[g][job.type])
             members.append((job.type, inside, fixed, job.comm_s, job.rem))
-        solo_j = [self.solo(spec.job_type, self.gpu_type[g]).iter_time_s for g in gpus]
-        comm_j = self.comm(spec, gpus)
-        new = (spec.job_type, dict(zip(gpus, solo_j)), 0.0, comm_j, rem)
-        after = self._finish_sum([*members, new], gpus)
-        before = self._finish_sum(members, gpus) + wait_until + rem * (max(solo_j) + comm_j)
-        return after - before
+        solo_j = {g: self.solo(spec.job_type, self.gpu_type[g]).iter_time_s for g in gpus}
+        new = (spec.job_type, solo_j, 0.0, self.comm(spec, gpus), rem)
+        return affected, self._finish_times([*members, new], gpus), self._finish_times(members, gpus)
 
-    def _finish_sum(self, members: list[tuple[str, dict[int, float], float, float, float]],
-                    gpus: tuple[int, ...]) -> float:
-        """Sum of completion times of ``members`` run together from now; each one's pace follows who is
-        still running on ``gpus`` (true x of the remaining set)."""
+    def _finish_times(self, members: list[tuple[str, dict[int, float], float, float, float]],
+                      gpus: tuple[int, ...]) -> list[float]:
+        """Completion times of ``members`` run together from now; each one's pace follows who is still
+        running on ``gpus`` (true x of the remaining set)."""
         t = self.t
         rem = [m[4] for m in members]
         alive = list(range(len(members)))
-        total = 0.0
+        end = [t] * len(members)
         on_gpu = {g: [i for i, m in enumerate(members) if g in m[1]] for g in gpus}
         done = [False] * len(members)
         while alive:
@@ -223,16 +230,35 @@ class TrueWorld:
                 rem[i] -= r * step
                 if rem[i] <= 1e-9 * max(1.0, members[i][4]):
                     done[i] = True
-                    total += t
+                    end[i] = t
                 else:
                     left.append(i)
             if len(left) == len(alive):  # float guard: the argmin finishes
                 j = min(range(len(alive)), key=lambda n: rem[alive[n]])
                 done[alive[j]] = True
-                total += t
+                end[alive[j]] = t
                 left.pop(j)
             alive = left
-        return total
+        return end
+
+
+def list_schedule(free: list[float], jobs: list[QueuedJob], durations: list[float],
+                  skip: int | None = None) -> list[float]:
+    """Start time of each job (``skip``: left out, its own start reported as +inf) when ``jobs`` start in
+    order, each alone on the ``num_gpus`` GPUs that free up first (``free``: when each GPU frees up)."""
+    heap = list(free)
+    heapq.heapify(heap)
+    starts = []
+    for n, (job, duration) in enumerate(zip(jobs, durations)):
+        if n == skip:
+            starts.append(math.inf)
+            continue
+        k = min(job.spec.num_gpus, len(heap))
+        start = max(heapq.heappop(heap) for _ in range(k))
+        starts.append(start)
+        for _ in range(k):
+            heapq.heappush(heap, start + duration)
+    return starts
 
 
 @POLICIES.register("oracle-truth")
@@ -243,7 +269,7 @@ class TrueCompletionOracle(Policy):
     is_oracle = True
 
     def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, max_residents: int = 4,
-                 shortlist: int = 4, min_benefit_s: float = 0.0) -> None:
+                 shortlist: int = 4, min_benefit_s: float = 0.0, queue_effect: bool = True) -> None:
         if lookahead < 1 or max_bypass < 0 or max_residents < 1 or shortlist < 1 or min_benefit_s < 0:
             raise ValueError("oracle-truth: lookahead, max_residents, shortlist >= 1; max_bypass, min_benefit_s >= 0")
         self.lookahead = lookahead
@@ -251,6 +277,7 @@ class TrueCompletionOracle(Policy):
         self.max_residents = max_residents
         self.shortlist = shortlist
         self.min_benefit_s = float(min_benefit_s)
+        self.queue_effect = bool(queue_effect)
         self.truth: TruthModel | None = None
         self.world: TrueWorld | None = None
         self.bypassed: dict[str, int] = {}
@@ -268,7 +295,7 @@ class TrueCompletionOracle(Policy):
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": True, "reads_truth": True, "upper_bound": False,
                 "lookahead": self.lookahead, "max_bypass": self.max_bypass, "max_residents": self.max_residents,
-                "shortlist": self.shortlist, "min_benefit_s": self.min_benefit_s,
+                "shortlist": self.shortlist, "min_benefit_s": self.min_benefit_s, "queue_effect": self.queue_effect,
                 "note": "reads the simulator's truth: co-locates only where the true summed completion time of "
                         "the job and its co-runners (gangs included) falls; a greedy reference, not a bound"}
 
@@ -320,6 +347,9 @@ class TrueCompletionOracle(Policy):
     def _pick_idle(self, spec: JobSpec, idle: np.ndarray, world: TrueWorld, idx: ClusterIndex) -> tuple[int, ...] | None:
         allowed = idx.allowed(spec)
         ok = idle if allowed is None else idle & allowed
+        fits = np.array([world.solo(spec.job_type, t).mem_mib <= t.memory_mib for t in idx.types])[idx.type_of_gpu]
+        if (fits if allowed is None else fits & allowed).any():
+            ok = ok & fits  # never a start that truly runs out of memory, unless no card of the cluster fits
         if np.count_nonzero(ok) < spec.num_gpus:
             return None
         busy_share = 1.0 - np.add.reduceat(idle, idx.node_first) / idx.node_size  # fuller nodes first
@@ -331,13 +361,16 @@ class TrueCompletionOracle(Policy):
     def _colocate(self, rest: list[QueuedJob], world: TrueWorld, idx: ClusterIndex) -> dict[str, tuple[int, ...]]:
         started: dict[str, tuple[int, ...]] = {}
         while rest:
-            waits = self._wait_times(rest, world, idx)
+            free = [world.free_time(g) for g in range(len(world.residents))]
+            durations = [job.spec.iterations * world.solo(job.spec.job_type, idx.main_type).iter_time_s
+                         for job in rest]
+            waits = list_schedule(free, rest, durations)
             best: tuple[float, int, tuple[int, ...]] | None = None
             for i, job in enumerate(rest):
                 jid = job.spec.job_id
                 if jid in self._rejected:
                     continue
-                found = self._best_shared(job.spec, waits[i], world, idx)
+                found = self._best_shared(i, rest, waits, free, durations, world, idx)
                 if found is None:
                     self._rejected.add(jid)
                     continue
@@ -351,46 +384,63 @@ class TrueCompletionOracle(Policy):
             self._rejected = set()  # the residents changed: every job's options did
         return started
 
-    def _wait_times(self, rest: list[QueuedJob], world: TrueWorld, idx: ClusterIndex) -> list[float]:
-        """When each job would start alone: a FIFO list schedule of ``rest`` over the GPUs' true free times."""
-        free = [world.free_time(g) for g in range(len(world.residents))]
-        heapq.heapify(free)
-        main = idx.main_type
-        waits = []
-        for job in rest:
-            k = min(job.spec.num_gpus, len(free))
-            taken = [heapq.heappop(free) for _ in range(k)]
-            start = taken[-1]
-            waits.append(start)
-            end = start + job.spec.iterations * world.solo(job.spec.job_type, main).iter_time_s
-            for _ in range(k):
-                heapq.heappush(free, end)
-        return waits
-
-    def _best_shared(self, spec: JobSpec, wait_until: float, world: TrueWorld,
+    def _best_shared(self, i: int, rest: list[QueuedJob], waits: list[float], free: list[float],
+                     durations: list[float], world: TrueWorld,
                      idx: ClusterIndex) -> tuple[float, tuple[int, ...]] | None:
-        """The candidate GPUs (at least one shared) with the most negative true delta, if any is negative."""
-        if wait_until <= world.t:
+        """The candidate GPUs (at least one shared) for ``rest[i]`` with the most negative true change, if negative.
+
+        Candidates are ranked by the change for the job and its co-runners; the best one then also counts
+        the change in the start times of the other waiting jobs (``queue_effect``)."""
+        spec = rest[i].spec
+        if waits[i] <= world.t:
             return None  # it can start alone now: sharing cannot beat that
         gain, idle = self._gains(spec, world, idx)
         shared = np.flatnonzero(np.isfinite(gain) & ~idle)
         if len(shared) == 0:
             return None
-        k = spec.num_gpus
         candidates: list[tuple[int, ...]] = []
-        if k == 1:
+        if spec.num_gpus == 1:
             top = shared[np.argsort(-gain[shared], kind="stable")[: self.shortlist]]
             candidates = [(int(g),) for g in top]
         else:
-            found = select_gpus(np.where(np.isfinite(gain), -gain, np.inf), k, idx)
+            found = select_gpus(np.where(np.isfinite(gain), -gain, np.inf), spec.num_gpus, idx)
             if found is not None and not idle[list(found[0])].all():
                 candidates = [found[0]]
-        best: tuple[float, tuple[int, ...]] | None = None
+        best: tuple[float, tuple[int, ...], tuple[list[str], list[float], list[float]]] | None = None
         for gpus in candidates:
-            delta = world.completion_sum(spec, gpus, spec.iterations, wait_until)
-            if delta < -self.min_benefit_s and (best is None or delta < best[0]):
-                best = (delta, gpus)
-        return best
+            eff = world.effect(spec, gpus, spec.iterations)
+            local = sum(eff[1]) - sum(eff[2]) - (waits[i] + spec.iterations * world.alone_iter_s(spec, gpus))
+            if best is None or local < best[0]:
+                best = (local, gpus, eff)
+        if best is None:
+            return None
+        delta, gpus, (affected, after, before) = best
+        if self.queue_effect:
+            delta = self._with_queue(i, rest, gpus, affected, after, before, free, durations, world)
+        return (delta, gpus) if delta < -self.min_benefit_s else None
+
+    def _with_queue(self, i: int, rest: list[QueuedJob], gpus: tuple[int, ...], affected: list[str],
+                    after: list[float], before: list[float], free: list[float], durations: list[float],
+                    world: TrueWorld) -> float:
+        """Change in the summed completion time of the job, its co-runners and every other waiting job of
+        the window (their starts in a FIFO list schedule over the GPUs' true free times)."""
+        spec = rest[i].spec
+        touched = {g for jid in affected for g in world.jobs[jid].gpus} | set(gpus)
+        free_with, free_without = list(free), list(free)
+        end_with = dict(zip(affected, after))
+        end_without = dict(zip(affected, before))
+        for g in touched:
+            here = world.residents[g]
+            others = [world.t + world.jobs[j].rem / world.jobs[j].rate for j in here if j not in end_with]
+            free_with[g] = max([world.t, *others, *(end_with[j] for j in here if j in end_with)])
+            free_without[g] = max([world.t, *others, *(end_without[j] for j in here if j in end_without)])
+        for g in gpus:
+            free_with[g] = max(free_with[g], after[-1])
+        starts_without = list_schedule(free_without, rest, durations)
+        starts_with = list_schedule(free_with, rest, durations, skip=i)
+        queue = sum(w - o for n, (w, o) in enumerate(zip(starts_with, starts_without)) if n != i)
+        alone = starts_without[i] + spec.iterations * world.alone_iter_s(spec, gpus)
+        return sum(after) - sum(before) - alone + queue
 
     def _gains(self, spec: JobSpec, world: TrueWorld, idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
         """Per GPU (and the idle mask): 1.0 if idle; else the rise in its summed true normalized throughput
