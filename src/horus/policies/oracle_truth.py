@@ -12,7 +12,7 @@ Each call:
 
 1. **Exclusive starts.** Queued jobs (FIFO window of ``lookahead``, aging after ``max_bypass``
    bypasses as in ``horus``) start on idle GPUs when enough are idle: fewest nodes, fastest true
-   type, fullest nodes first.
+   type, fullest nodes first, never on a card the job's true memory exceeds (unless none fits).
 2. **Co-location, only where it truly pays.** For every remaining job J of the window and candidate
    GPUs G (screened: true memory fits, at most ``max_residents`` workers, the GPU's summed true
    normalized throughput rises; the ``shortlist`` best per job), it simulates the affected jobs (J
@@ -22,9 +22,12 @@ Each call:
        delta = sum of completion times (J on G now)  -  sum of completion times (J waits).
 
    J waiting means starting alone when a FIFO list schedule of the window over the GPUs' true free
-   times gives it GPUs (``k`` GPUs, after the jobs ahead of it), at its true solo speed. The start
-   with the most negative delta (below ``-min_benefit_s``) is made, the world updated, and the
-   search repeated; a co-location that lengthens the total completion time is never made.
+   times gives it GPUs (``k`` GPUs, after the jobs ahead of it), at its true solo speed. With
+   ``queue_effect`` (default) the best candidate's delta also counts every other waiting job of the
+   window: its start in that list schedule with J sharing G now (G and the slowed residents' GPUs free
+   up later; J takes no slot) minus its start with J waiting. The start with the most negative delta
+   (below ``-min_benefit_s``) is made, the world updated, and the search repeated; a co-location that
+   lengthens the estimated total completion time is never made.
 
 Costs follow the window and the screened GPUs, not the cluster size times the queue: truth look-ups
 are cached per (GPU type, resident types), and jobs found not worth co-locating are not re-examined
