@@ -14,8 +14,9 @@ Each call:
    bypasses as in ``horus``) start on idle GPUs when enough are idle: fewest nodes, fastest true
    type, fullest nodes first, never on a card the job's true memory exceeds (unless none fits).
 2. **Co-location, only where it truly pays.** For every remaining job J of the window and candidate
-   GPUs G (screened: true memory fits, at most ``max_residents`` workers, the GPU's summed true
-   normalized throughput rises; the ``shortlist`` best per job), it simulates the affected jobs (J
+   GPUs G (screened: true memory fits, at most ``max_residents`` workers (2: truths measure pairs),
+   the GPU's summed true normalized throughput rises; the ``shortlist`` best per job), it simulates
+   the affected jobs (J
    and every job resident on G, gangs with their other GPUs' pace held fixed) to completion with
    their true remaining work, once with J started on G now and once with J waiting, and takes
 
@@ -271,7 +272,7 @@ class TrueCompletionOracle(Policy):
     name = "oracle-truth"
     is_oracle = True
 
-    def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, max_residents: int = 4,
+    def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, max_residents: int = 2,
                  shortlist: int = 4, min_benefit_s: float = 0.0, queue_effect: bool = True) -> None:
         if lookahead < 1 or max_bypass < 0 or max_residents < 1 or shortlist < 1 or min_benefit_s < 0:
             raise ValueError("oracle-truth: lookahead, max_residents, shortlist >= 1; max_bypass, min_benefit_s >= 0")
