@@ -16,8 +16,7 @@ Each call:
 2. **Co-location, only where it truly pays.** For every remaining job J of the window and candidate
    GPUs G (screened: true memory fits, at most ``max_residents`` workers (2: truths measure pairs),
    the GPU's summed true normalized throughput rises; the ``shortlist`` best per job), it simulates
-   the affected jobs (J
-   and every job resident on G, gangs with their other GPUs' pace held fixed) to completion with
+   the affected jobs (J and every job resident on G, gangs with their other GPUs' pace held fixed) to completion with
    their true remaining work, once with J started on G now and once with J waiting, and takes
 
        delta = sum of completion times (J on G now)  -  sum of completion times (J waits).
