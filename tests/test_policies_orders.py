@@ -6,9 +6,9 @@ import pytest
 from policies_fakes import TableTruth, make_state, policy, queue, run_job, spec, starts
 
 from horus.errors import OracleAccessError
-from horus.policies.ordered import ORDERS, PLACEMENTS
 from horus.policies.base import POLICIES, Preempt, Start
 from horus.policies.compose import make_composed
+from horus.policies.ordered import ORDERS, PLACEMENTS
 from horus.policies.tiresias import queue_index
 
 TABLE = {
@@ -85,9 +85,11 @@ def test_tiresias_does_not_preempt_jobs_of_the_same_queue() -> None:
 
 
 # ---- oracle -------------------------------------------------------------------------------------
-def test_oracle_is_an_oracle_and_requires_the_truth() -> None:
-    oracle = policy("oracle")
-    assert oracle.is_oracle and oracle.describe()["upper_bound"] is True
+@pytest.mark.parametrize("name", ["oracle", "oracle-truth", "oracle-horus-rule"])
+def test_oracle_is_an_oracle_and_requires_the_truth(name: str) -> None:
+    oracle = policy(name)
+    described = oracle.describe()
+    assert oracle.is_oracle and described["reads_truth"] is True and described["upper_bound"] is False
     state = make_state(TABLE)
     queue(state, "j", "a")
     with pytest.raises(OracleAccessError):
@@ -102,18 +104,20 @@ def test_non_oracle_policies_refuse_the_truth(name: str) -> None:
         pol.bind_truth(TableTruth(TABLE))
 
 
-def test_oracle_uses_true_memory_where_horus_trusts_the_prediction() -> None:
+@pytest.mark.parametrize("name", ["oracle", "oracle-horus-rule"])
+def test_oracle_uses_true_memory_where_horus_trusts_the_prediction(name: str) -> None:
     state = make_state(TABLE, nodes=1, gpus_per_node=1)
     run_job(state, "r", "res", (0,))
     queue(state, "j", "low_pred_mem")  # predicted 3,000 MiB: fits beside 8,000 MiB
     assert starts(policy("horus-paper").schedule(state)) == {"j": (0,)}
     truth_table = {**TABLE, "low_pred_mem": (0.3, 9000.0, 1.0)}  # truly 9,000 MiB: 17,000 > 16,000
-    oracle = policy("oracle")
+    oracle = policy(name)
     oracle.bind_truth(TableTruth(truth_table))
     assert oracle.schedule(state) == []
 
 
-def test_oracle_picks_the_gpu_with_the_best_true_colocated_throughput() -> None:
+@pytest.mark.parametrize("name", ["oracle", "oracle-horus-rule"])
+def test_oracle_picks_the_gpu_with_the_best_true_colocated_throughput(name: str) -> None:
     state = make_state(TABLE, nodes=1, gpus_per_node=2)
     run_job(state, "rx", "x", (0,))
     run_job(state, "ry", "y", (1,))
@@ -121,14 +125,16 @@ def test_oracle_picks_the_gpu_with_the_best_true_colocated_throughput() -> None:
     # Predictions tie (GPU 0 wins by index); the truth says "a" pairs much better with "y".
     assert starts(policy("horus-paper").schedule(state)) == {"j": (0,)}
     truth = TableTruth(TABLE, pairs={("a", "x"): (0.5, 0.5), ("a", "y"): (0.9, 0.9)})
-    oracle = policy("oracle")
+    oracle = policy(name)
     oracle.bind_truth(truth)
     assert starts(oracle.schedule(state)) == {"j": (1,)}
 
 
 # ---- registries ---------------------------------------------------------------------------------
 def test_registered_names_and_composition_by_name() -> None:
-    assert {"fifo-exclusive", "sjf-exclusive", "tiresias", "gandiva", "horus", "oracle"} <= set(POLICIES.names())
+    assert {"fifo-exclusive", "sjf-exclusive", "tiresias", "gandiva", "horus", "oracle-truth",
+            "oracle-horus-rule"} <= set(POLICIES.names())
+    assert "oracle" in POLICIES and "oracle" not in POLICIES.names()  # an alias: runs once in "every policy"
     assert {"fifo", "sjf", "tiresias"} <= set(ORDERS.names())
     assert {"exclusive", "gandiva", "horus"} <= set(PLACEMENTS.names())
     combo = make_composed("sjf", "horus", placement_args={"util_cap": 1.0})

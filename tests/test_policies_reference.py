@@ -33,7 +33,7 @@ load_all("reference_policies")
 RENAMED = {"horus-paper": "horus", "gandiva-greedy": "gandiva"}
 # Designed after the freeze (no frozen copy to agree with; tested on their own). gandiva: the faithful
 # Gandiva of issue 14 (tests/test_gandiva_faithful.py).
-NEW = {"horus", "horus-fifo", "horus-las", "gandiva"}
+NEW = {"horus", "horus-fifo", "horus-las", "gandiva", "oracle-truth"}  # "oracle" is an alias of oracle-truth
 COMPARED = [name for name in POLICIES.names() if name not in NEW]
 
 TABLE = {  # catalog models (op mixes and parameter counts exist): (util, mem MiB, iteration s) on a V100
@@ -157,6 +157,9 @@ def as_tuples(actions: Sequence[object]) -> list[tuple[str, str, tuple[int, ...]
     return [(type(a).__name__, a.job_id, tuple(getattr(a, "gpus", ()))) for a in actions]  # type: ignore[attr-defined]
 
 
+NEWER = NEW
+
+
 def test_reference_and_current_register_the_same_policies() -> None:
     assert sorted(RENAMED.get(name, name) for name in COMPARED) == sorted(REFERENCE.names())
 
@@ -168,6 +171,13 @@ def test_policy_matches_the_reference(name: str, seed: int) -> None:
     assert calls >= 30 and started >= 20  # the comparison exercised real decisions
 
 
+@pytest.mark.parametrize("name", sorted(NEWER))
+def test_newer_policies_run_the_same_states_deterministically(name: str) -> None:
+    """No frozen copy: two fresh instances must agree on every call (and not fail on any state)."""
+    calls, started = drive(name, {}, seed=7, new=POLICIES.create(name), ref=POLICIES.create(name))
+    assert calls >= 30 and started >= 20
+
+
 @pytest.mark.parametrize(("name", "kwargs"), [
     ("horus-paper", {"util_cap": 1.3, "max_residents": 3, "lookahead": 8, "max_bypass": 2}),
     ("horus-paper", {"weights": {"corunners": 0.001, "node_fit": 0.05}}),
@@ -176,7 +186,7 @@ def test_policy_matches_the_reference(name: str, seed: int) -> None:
     ("tiresias", {"thresholds": (100.0, 2000.0), "tick_s": 0.0, "max_preempt_for": 8}),
     ("geng", {"max_residents": 3, "max_subsets": 4}),
     ("horus-iasp", {"util_cap": 1.2, "min_throughput": 0.6}),
-    ("oracle", {"shortlist": 2, "min_gain": 0.1}),
+    ("oracle-horus-rule", {"shortlist": 2, "min_gain": 0.1}),
 ])
 def test_policy_options_match_the_reference(name: str, kwargs: dict[str, object]) -> None:
     calls, started = drive(name, kwargs, seed=4)

@@ -62,7 +62,7 @@ class OraclePlacement(HorusPlacement):
         return [self.owner.true_load(job, t) for t in self.idx.types]
 
 
-@POLICIES.register("oracle")
+@POLICIES.register("oracle-horus-rule")
 class OraclePolicy(HorusPolicy):
     name = "oracle"
     is_oracle = True

@@ -4,7 +4,7 @@ Write a policy by subclassing ``Policy`` and registering it in ``POLICIES``. Mos
 queue order x a placement: subclass nothing, register ``make_composed(order, placement)`` instead
 (``horus.policies.ordered``: ``QueueOrder``, ``Placement``, ``OrderedPolicy``). Policies never
 receive a truth model unless they set ``is_oracle = True`` (then the backend passes it through
-``bind_truth``; such policies are upper bounds).
+``bind_truth``; such policies read the truth and say so in their name and docs; they are references, not bounds).
 
 Speed contract: ``schedule`` is called after every batch of simultaneous events, so its cost should
 follow what changed since the last call, not the queue length x the number of GPUs. Policies may keep

@@ -1,4 +1,9 @@
-"""Oracle: Horus with perfect knowledge -- an UPPER BOUND, not a deployable policy.
+"""``oracle-horus-rule``: Horus's rule fed the truth. READS THE SIMULATOR'S TRUTH; not a deployable policy.
+
+Not an upper bound either (the issue-14 audit measured it behind ``horus``): it accepts any per-GPU
+gain >= 0 and ignores gang coupling, remaining time and that a co-location cannot be undone. It
+answers "what would perfect inputs buy the Horus rule?"; the honest reference for co-location is
+``oracle-truth`` (``horus.policies.oracle_truth``), which the name ``oracle`` now points to.
 
 It reads the simulator's truth (bound by the backend through ``bind_truth``): true solo utilization
 and memory of every job type and true co-located throughput. Placement is Horus's cost with true
@@ -62,9 +67,9 @@ class OraclePlacement(HorusPlacement):
         return [self.owner.true_load(job, t) for t in self.idx.types]
 
 
-@POLICIES.register("oracle")
+@POLICIES.register("oracle-horus-rule")
 class OraclePolicy(HorusPolicy):
-    name = "oracle"
+    name = "oracle-horus-rule"
     is_oracle = True
 
     def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, util_cap: float = 1.0,
@@ -85,12 +90,13 @@ class OraclePolicy(HorusPolicy):
         self.truth = truth
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "upper_bound": True, "shortlist": self.shortlist, "min_gain": self.min_gain,
-                "note": "reads the simulator's truth; an upper bound, not a deployable policy"}
+        return {**super().describe(), "reads_truth": True, "upper_bound": False, "shortlist": self.shortlist,
+                "min_gain": self.min_gain, "note": "reads the simulator's truth: the horus rule on true values; "
+                                                   "not a bound (see oracle-truth)"}
 
     def _truth(self) -> TruthModel:
         if self.truth is None:
-            raise OracleAccessError("oracle policy used before bind_truth(truth)")
+            raise OracleAccessError(f"{self.name} policy used before bind_truth(truth)")
         return self.truth
 
     def true_load(self, job: QueuedJob, gpu_type: Any) -> Prediction:
