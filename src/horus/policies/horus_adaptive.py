@@ -60,6 +60,9 @@ class _Snapshot:
 class _Plan:
     types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types started on it this call
     started: set[str] = field(default_factory=set)
+    no_gain: set[tuple[str, int, str | None]] = field(default_factory=set)  # (type, GPUs, request) with no paying GPU
+    signatures: dict[int, tuple] = field(default_factory=dict)  # GPU -> what a joining job meets there
+    joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = field(default_factory=dict)
 
 
 class AdaptiveHorusPolicy(Policy):
@@ -206,7 +209,8 @@ class AdaptiveHorusPolicy(Policy):
         ``horizon_refresh_s`` seconds of state time."""
         if not self.critical_path:
             return []
-        if state.now - self._horizon_at >= self.horizon_refresh_s or self._horizon_state is not state:
+        refresh = max(self.horizon_refresh_s, 0.05 * self._horizon)  # O(queue): rarely on long horizons
+        if state.now - self._horizon_at >= refresh or self._horizon_state is not state:
             work = sum(predicted_remaining_s(job, state) * job.spec.num_gpus for job in state.queue.values())
             for run in state.running.values():
                 if run.observed_rate > 0:
@@ -234,6 +238,9 @@ class AdaptiveHorusPolicy(Policy):
         for g in gpus:
             plan.types.setdefault(g, []).append(spec.job_type)
         plan.started.add(spec.job_id)
+        plan.no_gain.clear()  # the planned load changed
+        for g in gpus:
+            plan.signatures.pop(g, None)
         actions.append(Start(spec.job_id, gpus))
         return load
 
@@ -274,6 +281,8 @@ class AdaptiveHorusPolicy(Policy):
         """
         assert self.tracker is not None
         spec, idx, k = job.spec, self.idx, job.spec.num_gpus
+        if (spec.job_type, k, spec.gpu_type_request) in plan.no_gain:
+            return None  # an earlier job of this kind found no GPU worth sharing on this planned load
         mem = idx.per_gpu([state.predict(spec, t).mem_mib for t in idx.types])
         shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
                      & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
@@ -289,25 +298,25 @@ class AdaptiveHorusPolicy(Policy):
         drop = np.zeros(len(own))  # throughput the residents lose per GPU
         sigma = np.zeros(len(own))
         known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed
-        cache: dict[tuple[int, tuple[str, ...], tuple[str, ...]], tuple[float, float, float, bool] | None] = {}
-        for g in shared.tolist():
-            ids = state.residents[g]
-            extra = plan.types.get(g, [])
-            singles = all(state.running[j].spec.num_gpus == 1 for j in ids)
-            if singles:  # the same set on the same GPU type gives the same answer
-                key = (int(idx.type_of_gpu[g]), tuple(sorted(state.running[j].spec.job_type for j in ids)),
-                       tuple(extra))
-                found = cache.get(key, False)
-                if found is False:
-                    found = cache[key] = self._join(spec.job_type, g, ids, extra, state, snap)
-            else:
-                found = self._join(spec.job_type, g, ids, extra, state, snap)
+        cache = plan.joins
+        for signature, members in self._signatures(shared, state, plan).items():
+            key = (spec.job_type, signature)
+            found = cache.get(key, False)
+            if found is False:
+                g = members[0]
+                found = cache[key] = self._join(spec.job_type, g, state.residents[g], plan.types.get(g, []), state,
+                                                snap)
+            where = np.array(members)
             if found is None:
-                shared_ok[g] = False
+                shared_ok[where] = False
                 continue
-            own[g], drop[g], sigma[g], known[g] = found
+            own[where], drop[where], sigma[where], known[where] = found
         gain_per_gpu = own - drop
-        feasible = (shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)) | (idle if k > 1 else False)
+        paying = shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)
+        if not paying.any():
+            plan.no_gain.add((spec.job_type, k, spec.gpu_type_request))
+            return None
+        feasible = paying | (idle if k > 1 else False)
         if k == 1:
             cost = np.where(feasible, -gain_per_gpu, np.inf)
         else:
@@ -330,6 +339,21 @@ class AdaptiveHorusPolicy(Policy):
         if k * wait - overlap * loss <= 0:
             return None
         return gpus
+
+    def _signatures(self, shared: np.ndarray, state: SchedulerState, plan: _Plan) -> dict[tuple, list[int]]:
+        """Candidate GPUs grouped by what a joining job would meet there (GPU type, residents' types, gang
+        residents by id, types planned this call): one ``_join`` per group and job type."""
+        groups: dict[tuple, list[int]] = {}
+        sig_of = plan.signatures
+        for g in shared.tolist():
+            sig = sig_of.get(g)
+            if sig is None:
+                runs = [state.running[j] for j in state.residents[g]]
+                gangs = tuple(sorted(r.spec.job_id for r in runs if r.spec.num_gpus > 1))
+                sig = sig_of[g] = (int(self.idx.type_of_gpu[g]), tuple(r.spec.job_type for r in runs), gangs,
+                                   tuple(plan.types.get(g, ())))
+            groups.setdefault(sig, []).append(g)
+        return groups
 
     def _join(self, job_type: str, g: int, ids: list[str], extra: list[str], state: SchedulerState,
               snap: _Snapshot) -> tuple[float, float, float, bool] | None:

@@ -53,7 +53,7 @@ class ObservedThroughput:
     """
 
     def __init__(self, prior: SlowdownEstimator, *, prior_sigma: float = 0.15, obs_sigma: float = 0.05,
-                 rescan_s: float = 300.0) -> None:
+                 rescan_s: float = 1800.0) -> None:
         self.prior = prior
         self.prior_sigma = prior_sigma
         self.obs_sigma = obs_sigma
@@ -69,6 +69,8 @@ class ObservedThroughput:
         self._last_scan = -math.inf
         self._state: SchedulerState | None = None
         self.samples = 0
+        self._cache: dict[tuple[str, tuple[str, ...]], SetEstimate] = {}
+        self._cache_version = -1
 
     # ---- learning -------------------------------------------------------------------------------
     def observe(self, state: SchedulerState) -> None:
@@ -119,6 +121,8 @@ class ObservedThroughput:
         key2 = (gpu_type.name, tuple(types[i] for i in order))
         sample = np.array([min(1.0, xs[i]) for i in order])
         mean_x, n = self.sets.get(key2, (np.zeros(len(order)), 0))
+        if n and np.allclose(mean_x, sample, rtol=0.0, atol=1e-9):
+            return True  # the same again (a rescan of a deterministic world): nothing learned
         self.sets[key2] = ((mean_x * n + sample) / (n + 1), n + 1)
         prior = self.prior.throughputs(list(key2[1]), gpu_type)
         for t, obs, pri in zip(key2[1], sample, prior):
@@ -144,7 +148,18 @@ class ObservedThroughput:
         return math.exp(bias[0] if bias else 0.0) / pred.iter_time_s
 
     def estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
-        """Belief about the set ``types`` sharing one GPU of ``gpu_type`` (order of ``types`` kept)."""
+        """Belief about the set ``types`` sharing one GPU of ``gpu_type`` (order of ``types`` kept; answers are
+        cached until something new is learned)."""
+        key = (gpu_type.name, tuple(types))
+        if self._cache_version != self.samples:
+            self._cache.clear()
+            self._cache_version = self.samples
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = self._estimate(types, gpu_type)
+        return found
+
+    def _estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
         n_types = len(types)
         if n_types <= 1:
             return SetEstimate([1.0] * n_types, 0.0, 0)
