@@ -75,7 +75,7 @@ class AdaptiveHorusPolicy(Policy):
     def __init__(self, *, order: str = "sjf", margin: float = 0.1, kappa: float = 1.0, max_residents: int = 3,
                  mem_margin: float = 0.1, unpack_below: float = 1.0, migrate: bool = True,
                  migrate_min_s: float = 600.0, max_scan: int = 64, background: int = 8, gangs: str = "observed",
-                 critical_path: bool = True, horizon_refresh_s: float = 300.0, interference_model: str | None = None,
+                 critical_path: bool | str = True, horizon_refresh_s: float = 300.0, interference_model: str | None = None,
                  prior_sigma: float = 0.15, colocate: bool = True, name: str | None = None) -> None:
         if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
             raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
@@ -206,9 +206,23 @@ class AdaptiveHorusPolicy(Policy):
         """The longest queued jobs whose predicted run time reaches past the remaining work horizon (all
         predicted work left, queued and running, spread over the cluster's GPUs): started later, they would
         set the makespan, so they go first, longest first. The horizon is refreshed every
-        ``horizon_refresh_s`` seconds of state time."""
+        ``horizon_refresh_s`` seconds of state time (at least 5 % of the horizon).
+
+        ``critical_path="tail"`` flags more: from the longest job down, every job longer than the GPU-time of
+        the jobs from the longest to itself spread over the cluster (an LPT tail). It shortens the makespan of
+        work-bound batches but costs mean JCT (docs/policies.md gives the measured trade-off)."""
         if not self.critical_path:
             return []
+        if self.critical_path == "tail":
+            out: list[QueuedJob] = []
+            behind = 0.0  # GPU-seconds of the jobs from the longest down to this one
+            for job in self.background_order.tail(state, 32):
+                run_s = predicted_remaining_s(job, state)
+                behind += run_s * job.spec.num_gpus
+                if run_s * state.cluster.num_gpus <= behind:
+                    break
+                out.append(job)
+            return out
         refresh = max(self.horizon_refresh_s, 0.05 * self._horizon)  # O(queue): rarely on long horizons
         if state.now - self._horizon_at >= refresh or self._horizon_state is not state:
             work = sum(predicted_remaining_s(job, state) * job.spec.num_gpus for job in state.queue.values())
