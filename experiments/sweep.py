@@ -3,16 +3,18 @@
 Workloads come from ``horus trace generate`` (Poisson streams at offered loads 0.6 / 1.0 / 1.5 / 2.5, and a
 work-bound batch; 400 jobs each) on the embedded 64-GPU cluster. Worlds: the calibrated ``parametric``
 truth at interference scales 0.5 / 1 / 2 (cheap -> dear co-location) and, when ../shared/data is present,
-Gavel's measured V100 pairs (``gavel``). Policies: FIFO-exclusive, Horus, Horus with co-location off
-(``horus-solo``: the same rule with one job per GPU), SJF-exclusive, SJF-Horus and its ablation,
-Tiresias, Gandiva. Every cell also reports the makespan and mean-JCT lower bounds.
+Gavel's measured V100 pairs (``gavel``). Policies: FIFO-exclusive, SJF-exclusive, Tiresias, Horus and
+Horus-FIFO each with its co-location-off ablation (``horus-solo``, ``horus-fifo-solo``), the paper's rule
+(``horus-paper``), the faithful Gandiva and the old greedy packer, geng (IASP trained on Gavel's P100 pairs,
+never on the pairs a truth replays) and the truth-reading ``oracle-truth``. Every cell also reports the
+makespan and mean-JCT lower bounds; the goal table of issue 14 is computed from the cells.
 
     python experiments/sweep.py [--seeds 3] [--jobs 400] [--workers 2]
 
 Writes experiments/results/sweep.json (every cell's summaries), sweep.md (one table per world and
-workload: mean over seeds, and each policy's change against FIFO-exclusive and against its own ablation)
-and sweep_jct.png (mean JCT vs offered load). Per-cell outputs (tables, plots, report.html) go to
-results/sweep/ (not committed).
+workload: mean over seeds, and each policy's change against FIFO-exclusive and against its own ablation),
+sweep_jct.png (mean JCT vs offered load) and sweep_report.html (all of it on one self-contained page).
+Per-cell outputs (tables, plots, report.html) go to results/sweep/ (not committed).
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ OPTIONS: dict[str, dict[str, Any]] = {"horus-solo": {"colocate": False}, "horus-
 ABLATION = {"horus": "horus-solo", "horus-fifo": "horus-fifo-solo"}
 SATURATED = (("stream", 2.5), ("batch", 1.0))
 WORKLOADS = [("stream", 0.6), ("stream", 1.0), ("stream", 1.5), ("stream", 2.5), ("batch", 1.0)]
-METRICS = ("makespan_s", "mean_jct_s", "p95_jct_s", "mean_wait_s", "goodput", "colocated_share", "mean_slowdown",
-           "max_stretch", "oom_failures", "makespan_lower_bound_s", "mean_jct_lower_bound_s")
+METRICS = ("makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s", "goodput",
+           "gpu_busy_mean", "gpu_busy_allocated_mean", "colocated_share", "mean_slowdown", "p95_slowdown",
+           "max_stretch", "oom_failures", "preemptions", "makespan_lower_bound_s", "mean_jct_lower_bound_s")
 
 
 def worlds(with_gavel: bool) -> list[tuple[str, float]]:
@@ -105,7 +108,7 @@ def aggregate(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (truth, scale, kind, load), members in sorted(groups.items()):
         for label in members[0]["policies"]:
-            values = {m: [c["policies"][label][m] for c in members] for m in METRICS}
+            values = {m: [c["policies"][label].get(m) for c in members] for m in METRICS}
             row: dict[str, Any] = {"truth": truth, "scale": scale, "kind": kind, "load": load, "policy": label,
                                    "seeds": len(members)}
             for m, vs in values.items():
@@ -208,6 +211,37 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def report(rows: list[dict[str, Any]], targets: list[dict[str, Any]], meta: dict[str, Any], path: Path,
+           image: Path) -> None:
+    """``sweep_report.html``: the goal table, one comparison table per world and workload (means over seeds,
+    lower bounds as a row), the plot and what produced it; self-contained (the plot is embedded)."""
+    import html
+
+    from horus.sim.report import STYLE, _image, summary_table
+
+    parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Horus sweep</title>",
+             f"<style>{STYLE}</style></head><body><h1>Horus evaluation sweep</h1>",
+             f"<p class='note'>{html.escape(meta['command'])}; {meta['cells']} cells in {meta['wall_s']:.0f} s. Means over "
+             "seeds of true values from the simulated world (docs/metrics.md); the ablation of a policy is the same "
+             "policy with co-location off.</p>", "<h2>Goals of issue 14</h2><table><tr><th>world</th><th>workload</th>"
+             "<th>target</th><th>bound</th><th>measured</th><th>met</th></tr>"]
+    for e in targets:
+        value = "-" if e["measured"] is None else f"{100 * e['measured']:+.1f} %"
+        met = "-" if e["met"] is None else ("yes" if e["met"] else "<b>no</b>")
+        parts.append(f"<tr><td>{html.escape(e['world'])}</td><td>{html.escape(e['workload'])}</td>"
+                     f"<td>{html.escape(e['target'])}</td><td>{html.escape(e['bound'])}</td><td>{value}</td>"
+                     f"<td>{met}</td></tr>")
+    parts += ["</table>", "<h2>Mean JCT against offered load</h2>", _image(image)]
+    groups: dict[tuple, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["truth"], r["scale"], r["kind"], r["load"]), {})[r["policy"]] = r
+    for (truth, scale, kind, load), policies in groups.items():
+        what = f"offered load {load}" if kind == "stream" else "batch (work-bound)"
+        parts += [f"<h2>{html.escape(truth)} truth, interference x{scale}, {what}</h2>", summary_table(policies)]
+    parts.append("</body></html>")
+    path.write_text("".join(parts))
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -256,6 +290,8 @@ def main() -> int:
                                                 "wall_s": time.perf_counter() - began}, indent=1) + "\n")
     (OUT / "sweep.md").write_text(markdown(rows) + "\n" + goals_markdown(targets))
     plot(rows, OUT / "sweep_jct.png")
+    report(rows, targets, {"command": " ".join(sys.argv), "cells": len(results), "wall_s": time.perf_counter() - began},
+           OUT / "sweep_report.html", OUT / "sweep_jct.png")
     print(f"wrote {OUT / 'sweep.json'}, sweep.md, sweep_jct.png in {time.perf_counter() - began:.0f} s")
     return 0
 
