@@ -56,7 +56,8 @@ def train_geng_model() -> str:
     the parametric law."""
     out = ROOT / "results" / "iasp-p100"
     if not (out / "model.json").is_file():
-        subprocess.run([sys.executable, "-m", "horus.cli", "interference", "train", "--gavel", str(GAVEL), "--gpu", "p100",
+        subprocess.run([sys.executable, "-m", "horus.cli", "interference", "train", "--gavel", str(GAVEL),
+                        "--gpu", "p100",
                         "--model", "iasp", "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
     return str(out)
 
@@ -221,7 +222,8 @@ def report(rows: list[dict[str, Any]], targets: list[dict[str, Any]], meta: dict
 
     parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Horus sweep</title>",
              f"<style>{STYLE}</style></head><body><h1>Horus evaluation sweep</h1>",
-             f"<p class='note'>{html.escape(meta['command'])}; {meta['cells']} cells in {meta['wall_s']:.0f} s. Means over "
+             f"<p class='note'>{html.escape(meta['command'])}; {meta['cells']} cells in {meta['wall_s']:.0f} s. "
+             "Means over "
              "seeds of true values from the simulated world (docs/metrics.md); the ablation of a policy is the same "
              "policy with co-location off.</p>", "<h2>Goals of issue 14</h2><table><tr><th>world</th><th>workload</th>"
              "<th>target</th><th>bound</th><th>measured</th><th>met</th></tr>"]
@@ -286,7 +288,8 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     targets = goals(results)
     (OUT / "sweep.json").write_text(json.dumps({"command": " ".join(sys.argv), "policies": POLICIES,
-                                                "options": OPTIONS, "cells": results, "aggregate": rows, "goals": targets,
+                                                "options": OPTIONS, "cells": results, "aggregate": rows,
+                                                "goals": targets,
                                                 "wall_s": time.perf_counter() - began}, indent=1) + "\n")
     (OUT / "sweep.md").write_text(markdown(rows) + "\n" + goals_markdown(targets))
     plot(rows, OUT / "sweep_jct.png")
