@@ -75,7 +75,8 @@ class AdaptiveHorusPolicy(Policy):
     def __init__(self, *, order: str = "sjf", margin: float = 0.1, kappa: float = 1.0, max_residents: int = 3,
                  mem_margin: float = 0.1, unpack_below: float = 1.0, migrate: bool = True,
                  migrate_min_s: float = 600.0, max_scan: int = 64, background: int = 8, gangs: str = "observed",
-                 critical_path: bool | str = True, horizon_refresh_s: float = 300.0, interference_model: str | None = None,
+                 critical_path: bool | str = True, horizon_refresh_s: float = 300.0,
+                 interference_model: str | None = None,
                  prior_sigma: float = 0.15, colocate: bool = True, name: str | None = None) -> None:
         if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
             raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
@@ -105,13 +106,14 @@ class AdaptiveHorusPolicy(Policy):
         self._predictor: object = None
         self.unpacked = 0
         self.migrated = 0
-        self._quiet: tuple[GPULoad, int, list[QueuedJob]] | None = None  # (load, samples, head) of a call that did nothing
+        self._quiet: tuple[GPULoad, int, list[QueuedJob]] | None = None  # (load, samples, head): a call that did nothing
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": False, "order": self.order_rule.name, "margin": self.margin,
                 "kappa": self.kappa, "max_residents": self.max_residents, "mem_margin": self.mem_margin,
                 "unpack_below": self.unpack_below, "migrate": self.migrate, "migrate_min_s": self.migrate_min_s,
-                "colocate": self.colocate, "max_scan": self.max_scan, "background": self.background, "gangs": self.gangs, "critical_path": self.critical_path,
+                "colocate": self.colocate, "max_scan": self.max_scan, "background": self.background,
+                "gangs": self.gangs, "critical_path": self.critical_path,
                 **(self.tracker.describe() if self.tracker else {"interference_model": self.model_dir})}
 
     # ---- the decision step ----------------------------------------------------------------------
