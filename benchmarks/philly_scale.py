@@ -6,8 +6,8 @@ Each (policy, job count) runs in its own Python process so that start-up, peak m
 ``geng`` and ``horus-iasp``), growth exponent <= 1.2 from 10k to 82k jobs, peak RSS <= 2 GB.
 
     python benchmarks/philly_scale.py --gpus 512 --policy all            # every registered policy
-    python benchmarks/philly_scale.py --gpus 512 --policy horus --growth # 10k/20k/40k/82k + fitted exponent
-    python benchmarks/philly_scale.py --gpus 2048 --policy horus         # uncongested (the old default)
+    python benchmarks/philly_scale.py --gpus 512 --policy horus-paper --growth # 10k/20k/40k/82k + fitted exponent
+    python benchmarks/philly_scale.py --gpus 2048 --policy horus-paper   # uncongested (the old default)
 
 Writes one JSON (default benchmarks/results/philly_scale_<gpus>gpu.json) with every run, the fitted
 exponents and the machine. Needs the Philly trace at ../shared/data/traces/philly (skips with a
@@ -132,7 +132,7 @@ def fit_exponent(points: list[tuple[int, float]]) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default="horus", help="policy name, comma-separated names, or 'all'")
+    parser.add_argument("--policy", default="horus-paper", help="policy name, comma-separated names, or 'all'")
     parser.add_argument("--gpus", type=int, default=512, help="cluster size (8-GPU V100 nodes); 512 = congested")
     parser.add_argument("--truth", default="parametric")
     parser.add_argument("--predictor", default="analytic")

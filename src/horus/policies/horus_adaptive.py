@@ -106,7 +106,7 @@ class AdaptiveHorusPolicy(Policy):
         self._predictor: object = None
         self.unpacked = 0
         self.migrated = 0
-        self._quiet: tuple[GPULoad, int, list[QueuedJob]] | None = None  # (load, samples, head): a call that did nothing
+        self._quiet: tuple[GPULoad, int, list[QueuedJob]] | None = None  # (load, samples, head): an idle call
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": False, "order": self.order_rule.name, "margin": self.margin,
