@@ -16,6 +16,17 @@ from matplotlib.figure import Figure  # noqa: E402
 from horus.sim.engine import SimResult  # noqa: E402
 
 
+def _style_cycle(ax: Axes, n: int) -> None:
+    """Distinct colours for up to 20 runs (tab20), dashes on every other one, so no two policies look alike."""
+    from cycler import cycler
+
+    colors = plt.get_cmap("tab10" if n <= 10 else "tab20").colors
+    styles = ["-", "--"] if n > 10 else ["-"]
+    count = max(n, 1)
+    ax.set_prop_cycle(cycler(color=[colors[i % len(colors)] for i in range(count)])
+                      + cycler(linestyle=[styles[i % len(styles)] for i in range(count)]))
+
+
 def _hours(seconds: np.ndarray, origin: float) -> np.ndarray:
     return (seconds - origin) / 3600.0
 
@@ -28,7 +39,8 @@ def _origin(results: Mapping[str, SimResult]) -> float:
 def _timeline_plot(results: Mapping[str, SimResult], column: str, ylabel: str, path: Path,
                    title: str | None = None) -> Path:
     origin = _origin(results)
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(9.5, 4))
+    _style_cycle(ax, len(results))
     for name, res in results.items():
         tl = res.timeline
         ax.step(_hours(tl["time"].to_numpy(), origin), tl[column].to_numpy(), where="post", label=name, lw=1)
@@ -46,7 +58,8 @@ def plot_queue_length(results: Mapping[str, SimResult], path: Path, title: str |
 
 
 def plot_jct_cdf(results: Mapping[str, SimResult], path: Path, title: str | None = None) -> Path:
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    _style_cycle(ax, len(results))
     for name, res in results.items():
         jct = np.sort(res.jobs["jct"].dropna().to_numpy())
         if len(jct):
@@ -61,7 +74,7 @@ def _save(fig: Figure, ax: Axes, path: Path, title: str | None = None) -> Path:
     """Title (which trace, cluster and truth), legend, grid, layout; write the PNG and free the figure."""
     if title:
         ax.set_title(title, fontsize=9)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)  # outside: no curve hidden
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
