@@ -150,8 +150,8 @@ class AdaptiveHorusPolicy(Policy):
         stopped: set[str] = set()
         for g in np.flatnonzero(load.n_residents >= 2).tolist():
             runs = [state.running[j] for j in state.residents[g] if j not in stopped]
-            if len(runs) < 2 or any(not r.observed_rate > 0 for r in runs):
-                continue
+            if len(runs) < 2 or any(not r.observed_rate > 0 or gpu_share(r.spec) < 1.0 - EPS for r in runs):
+                continue  # fractional jobs share by request (their placement is the exclusive one), not by choice
             gpu_type = state.cluster.gpus[g].gpu_type
             combined = sum(min(1.0, r.observed_rate / self.tracker.solo_rate(r.spec, gpu_type, state)) for r in runs)
             if combined < self.unpack_below:
@@ -400,7 +400,8 @@ class AdaptiveHorusPolicy(Policy):
         stopped = {jid for jid, _ in moved} - {a.job_id for a in actions if isinstance(a, Start)}
         movers: list[tuple[float, str]] = [(math.inf, jid) for jid in sorted(stopped)]
         for jid, run in state.running.items():
-            if jid in stopped or not run.observed_rate > 0 or not (state.load.n_residents[list(run.gpus)] >= 2).any():
+            if (jid in stopped or not run.observed_rate > 0 or gpu_share(run.spec) < 1.0 - EPS
+                    or not (state.load.n_residents[list(run.gpus)] >= 2).any()):
                 continue
             left = max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate
             if left >= self.migrate_min_s:
@@ -418,8 +419,8 @@ class AdaptiveHorusPolicy(Policy):
             if jid not in stopped and touched.intersection(run.gpus):
                 continue  # one move per shared GPU per call: its other residents' rates change
             target = excl.place(QueuedJob(run.spec, queued_since=state.now), load, state)
-            if target is None:
-                continue
+            if target is None or (load.n_residents[list(target)] > 0).any():
+                continue  # only onto idle GPUs
             if load is state.load:
                 load = load.copy()
             pred = state.predict(run.spec, state.cluster.gpus[target[0]].gpu_type)
