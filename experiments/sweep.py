@@ -253,6 +253,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     panels = sorted({(r["truth"], r["scale"]) for r in rows})
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     for ax, (truth, scale) in zip(axes[0], panels):
+        ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)  # 13+ policies: no colour twice
         for label in dict.fromkeys(r["policy"] for r in rows):
             pts = sorted((r["load"], r["mean_jct_s"] / 3600) for r in rows if r["truth"] == truth
                          and r["scale"] == scale and r["kind"] == "stream" and r["policy"] == label)
