@@ -37,6 +37,7 @@ from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
 from horus.policies.cluster_index import cluster_index
 from horus.policies.exclusive import ExclusivePlacement
 from horus.policies.gpu_selection import select_gpus
+from horus.policies.horus_placement import HorusPlacement
 from horus.policies.observed import ObservedThroughput
 from horus.policies.ordered import EPS, ORDERS, needs_empty_gpu
 from horus.policies.sjf import SjfOrder, predicted_remaining_s
@@ -83,6 +84,7 @@ class AdaptiveHorusPolicy(Policy):
         load_all("horus.policies")
         self.order_rule = ORDERS.create(order)
         self.exclusive = ExclusivePlacement()
+        self.fractional = HorusPlacement()  # jobs that request a GPU fraction (gpu_fraction < 1)
         self.margin, self.kappa = margin, kappa
         self.max_residents = max_residents
         self.mem_margin = mem_margin
@@ -184,7 +186,11 @@ class AdaptiveHorusPolicy(Policy):
             if job.spec.job_id in plan.started:
                 continue
             spec = job.spec
-            gpus = excl.place(job, load, state) if excl.any_room() else None
+            if gpu_share(spec) < 1.0 - EPS:  # a requested share: placed by the paper's rule (memory, utilization)
+                self.fractional.begin(load, state)
+                gpus = self.fractional.place(job, load, state) if self.fractional.any_room() else None
+            else:
+                gpus = excl.place(job, load, state) if excl.any_room() else None
             if gpus is None and self._may_share(job):
                 snap = snap or self._snapshot(state)
                 idle_now = int((load.n_residents == 0).sum())
