@@ -66,6 +66,24 @@ class _Plan:
     joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = field(default_factory=dict)
 
 
+class MemoryAwareExclusive(ExclusivePlacement):
+    """Exclusive placement that avoids GPU types the job's predicted memory does not fit (with ``mem_margin``
+    spare) while some idle GPU of another type does; with none, the plain exclusive choice (an idle GPU takes
+    any job). Identical to ``exclusive`` on single-type clusters."""
+
+    def __init__(self, mem_margin: float) -> None:
+        self.mem_margin = mem_margin
+
+    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        cost = super().cost_per_gpu(job, load, state)
+        if cost is None or len(self.idx.types) == 1:
+            return cost
+        mem = self.idx.per_gpu([state.predict(job.spec, t).mem_mib for t in self.idx.types])
+        fits = mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib
+        narrowed = np.where(fits, cost, np.inf)
+        return narrowed if np.isfinite(narrowed).sum() >= job.spec.num_gpus else cost
+
+
 class AdaptiveHorusPolicy(Policy):
     """Exclusive first; co-locate a single-GPU job only where predicted gain and avoided wait pay; unpack
     and migrate from telemetry. See the module docstring."""
@@ -83,7 +101,7 @@ class AdaptiveHorusPolicy(Policy):
             raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
         load_all("horus.policies")
         self.order_rule = ORDERS.create(order)
-        self.exclusive = ExclusivePlacement()
+        self.exclusive = MemoryAwareExclusive(mem_margin)
         self.fractional = HorusPlacement()  # jobs that request a GPU fraction (gpu_fraction < 1)
         self.margin, self.kappa = margin, kappa
         self.max_residents = max_residents
