@@ -125,3 +125,19 @@ def test_telemetry_gives_set_throughput_relative_to_observed_solo_rates() -> Non
     # B never ran alone: its solo rate is the predicted 1 it/s corrected by the predictor's observed bias (x2)
     assert est.x[1] == pytest.approx(0.25)
     assert tracker.estimate(["toyb/b1", "toya/b1"], gpu).x == pytest.approx([0.25, 0.75])
+
+
+def test_whole_gpu_jobs_avoid_idle_gpu_types_they_do_not_fit() -> None:
+    from horus.cluster import Cluster, Node
+
+    small, big = GPUType("small", 8_000, 1.0), GPUType("big", 32_000, 1.0)
+    state = SchedulerState(Cluster([Node("s", small, 2), Node("b", big, 2)]), ConstPredictor(mem_mib=12_000.0))
+    state.submit(job("A", 0.0, 1000), 0.0)
+    (start,) = AdaptiveHorusPolicy().schedule(state)
+    assert state.cluster.gpus[start.gpus[0]].gpu_type.name == "big"  # exclusive best fit alone would not care
+    state.start("A", start.gpus, 0.0)
+    state.submit(job("B", 0.0, 1000), 0.0)
+    state.submit(job("C", 0.0, 1000), 0.0)
+    started = AdaptiveHorusPolicy(colocate=False).schedule(state)
+    kinds = sorted(state.cluster.gpus[a.gpus[0]].gpu_type.name for a in started)
+    assert kinds == ["big", "small"]  # with no big GPU left, an idle GPU still takes the job
