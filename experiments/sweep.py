@@ -218,7 +218,7 @@ def report(rows: list[dict[str, Any]], targets: list[dict[str, Any]], meta: dict
     lower bounds as a row), the plot and what produced it; self-contained (the plot is embedded)."""
     import html
 
-    from horus.sim.report import STYLE, _image, summary_table
+    from horus.sim.report import STYLE, embedded_image, summary_table
 
     parts = ["<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Horus sweep</title>",
              f"<style>{STYLE}</style></head><body><h1>Horus evaluation sweep</h1>",
@@ -233,7 +233,7 @@ def report(rows: list[dict[str, Any]], targets: list[dict[str, Any]], meta: dict
         parts.append(f"<tr><td>{html.escape(e['world'])}</td><td>{html.escape(e['workload'])}</td>"
                      f"<td>{html.escape(e['target'])}</td><td>{html.escape(e['bound'])}</td><td>{value}</td>"
                      f"<td>{met}</td></tr>")
-    parts += ["</table>", "<h2>Mean JCT against offered load</h2>", _image(image)]
+    parts += ["</table>", "<h2>Mean JCT against offered load</h2>", embedded_image(image)]
     groups: dict[tuple, dict[str, dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault((r["truth"], r["scale"], r["kind"], r["load"]), {})[r["policy"]] = r

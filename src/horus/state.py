@@ -37,6 +37,11 @@ class RunningJob:
     oom_failures: int = 0
     preemptions: int = 0
 
+    @property
+    def iterations_left(self) -> float:
+        """Iterations still to run (telemetry: the job's size minus its reported progress, never negative)."""
+        return max(self.spec.iterations - self.iterations_done, 0.0)
+
     def attained(self, now: float) -> float:
         """GPU-seconds attained so far, including the current run."""
         return self.attained_gpu_s + len(self.gpus) * (now - self.start_time)

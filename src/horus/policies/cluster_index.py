@@ -85,3 +85,8 @@ def cluster_index(cluster: Cluster) -> ClusterIndex:
 def job_predictions(spec: JobSpec, state: SchedulerState, idx: ClusterIndex) -> list[Prediction]:
     """The job's prediction on every GPU type of the cluster (cached by the state)."""
     return [state.predict(spec, t) for t in idx.types]
+
+
+def job_mem_per_gpu(spec: JobSpec, state: SchedulerState, idx: ClusterIndex) -> np.ndarray | float:
+    """One worker's predicted memory (MiB) on each GPU (a scalar on single-type clusters, as ``per_gpu``)."""
+    return idx.per_gpu([p.mem_mib for p in job_predictions(spec, state, idx)])

@@ -45,7 +45,7 @@ import numpy as np
 
 from horus.interference.slowdown import estimator_for
 from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
-from horus.policies.cluster_index import cluster_index, job_predictions
+from horus.policies.cluster_index import cluster_index, job_mem_per_gpu, job_predictions
 from horus.policies.exclusive import ExclusivePlacement
 from horus.policies.observed import ObservedThroughput
 from horus.policies.ordered import EPS, PLACEMENTS, KeyedOrder, Placement, count_at_least, fifo_head, needs_empty_gpu
@@ -107,8 +107,8 @@ class GandivaPolicy(Policy):
         self.migrated = 0
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "oracle": False, "order": self.order.name if self.order else "queue", "max_residents": self.max_residents,
-                "mem_margin": self.mem_margin, "unpack_below": self.unpack_below, "migrate": self.migrate,
+        return {"name": self.name, "oracle": False, "order": self.order.name if self.order else "queue",
+                "max_residents": self.max_residents, "mem_margin": self.mem_margin, "unpack_below": self.unpack_below, "migrate": self.migrate,
                 "migrate_min_s": self.migrate_min_s, "max_scan": self.max_scan,
                 "telemetry": self.tracker.describe() if self.tracker else None}
 
@@ -222,7 +222,7 @@ class GandivaPolicy(Policy):
         residents, then lowest predicted memory, then lowest index."""
         assert self.tracker is not None
         spec, idx = job.spec, self.idx
-        mem = idx.per_gpu([state.predict(spec, t).mem_mib for t in idx.types])
+        mem = job_mem_per_gpu(spec, state, idx)
         ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
               & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
         allowed = idx.allowed(spec)
@@ -260,7 +260,7 @@ class GandivaPolicy(Policy):
                 run = state.running[jid]
                 if jid in res.stopped or not run.observed_rate > 0:
                     continue
-                left = max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate
+                left = run.iterations_left / run.observed_rate
                 if left >= self.migrate_min_s:
                     movers.append((left, jid, g))
         movers.sort(key=lambda m: (-m[0], m[1]))

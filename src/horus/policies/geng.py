@@ -47,7 +47,7 @@ import numpy as np
 from horus.interference.base import InterferenceModel
 from horus.interference.slowdown import SlowdownEstimator, estimator_for
 from horus.policies.base import POLICIES, Action, Policy, Start
-from horus.policies.cluster_index import cluster_index
+from horus.policies.cluster_index import cluster_index, job_mem_per_gpu
 from horus.policies.geng_cluster_level import ClusterLevel, op_mix, op_mix_similarity
 from horus.policies.geng_node_level import NodeLevel
 from horus.policies.resident_types import ResidentTypes
@@ -174,7 +174,7 @@ class GengPolicy(Policy):
         loss = np.where(free, 0.0, np.inf)
         if job.oom_failures > 0 or not self._any_shared:
             return loss
-        mem = idx.per_gpu([state.predict(spec, t).mem_mib for t in idx.types])
+        mem = job_mem_per_gpu(spec, state, idx)
         shareable = self._shared_open & ~(load.pred_mem_mib + mem > self._mem_limit)
         if spec.gpu_fraction is not None:
             shareable &= ~(load.alloc_share + gpu_share(spec) > 1.0)

@@ -34,7 +34,7 @@ import numpy as np
 from horus.interference.slowdown import estimator_for
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
-from horus.policies.cluster_index import cluster_index
+from horus.policies.cluster_index import cluster_index, job_mem_per_gpu
 from horus.policies.exclusive import ExclusivePlacement
 from horus.policies.gpu_selection import select_gpus
 from horus.policies.horus_placement import HorusPlacement
@@ -78,7 +78,7 @@ class MemoryAwareExclusive(ExclusivePlacement):
         cost = super().cost_per_gpu(job, load, state)
         if cost is None or len(self.idx.types) == 1:
             return cost
-        mem = self.idx.per_gpu([state.predict(job.spec, t).mem_mib for t in self.idx.types])
+        mem = job_mem_per_gpu(job.spec, state, self.idx)
         fits = mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib
         narrowed = np.where(fits, cost, np.inf)
         return narrowed if np.isfinite(narrowed).sum() >= job.spec.num_gpus else cost
@@ -254,7 +254,7 @@ class AdaptiveHorusPolicy(Policy):
             work = sum(predicted_remaining_s(job, state) * job.spec.num_gpus for job in state.queue.values())
             for run in state.running.values():
                 if run.observed_rate > 0:
-                    work += max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate * run.spec.num_gpus
+                    work += run.iterations_left / run.observed_rate * run.spec.num_gpus
             self._horizon = work / max(state.cluster.num_gpus, 1)
             self._horizon_at, self._horizon_state = state.now, state
         out = []
@@ -303,7 +303,7 @@ class AdaptiveHorusPolicy(Policy):
             if not rate > 0:
                 pred = state.predict(spec, state.cluster.gpus[run.gpus[0]].gpu_type)
                 rate = 1.0 / pred.iter_time_s if pred.iter_time_s > 0 else math.inf
-            left = max(spec.iterations - run.iterations_done, 0.0) / rate
+            left = run.iterations_left / rate
             for g in run.gpus:
                 last[g] = max(last[g], left)
                 first[g] = min(first[g], left)
@@ -323,7 +323,7 @@ class AdaptiveHorusPolicy(Policy):
         spec, idx, k = job.spec, self.idx, job.spec.num_gpus
         if (spec.job_type, k, spec.gpu_type_request) in plan.no_gain:
             return None  # an earlier job of this kind found no GPU worth sharing on this planned load
-        mem = idx.per_gpu([state.predict(spec, t).mem_mib for t in idx.types])
+        mem = job_mem_per_gpu(spec, state, idx)
         shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
                      & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
         idle = load.n_residents == 0
@@ -427,7 +427,7 @@ class AdaptiveHorusPolicy(Policy):
             if (jid in stopped or not run.observed_rate > 0 or gpu_share(run.spec) < 1.0 - EPS
                     or not (state.load.n_residents[list(run.gpus)] >= 2).any()):
                 continue
-            left = max(run.spec.iterations - run.iterations_done, 0.0) / run.observed_rate
+            left = run.iterations_left / run.observed_rate
             if left >= self.migrate_min_s:
                 movers.append((left, jid))
         if not movers:

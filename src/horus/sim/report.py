@@ -81,7 +81,8 @@ def summary_table(policies: Mapping[str, Mapping[str, Any]]) -> str:
     return f"<table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table>"
 
 
-def _image(path: Path) -> str:
+def embedded_image(path: Path) -> str:
+    """A PNG as an HTML figure with the image inlined (data URI), so the page stays self-contained."""
     data = base64.b64encode(path.read_bytes()).decode()
     return f'<figure><img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}"></figure>'
 
@@ -105,7 +106,7 @@ def write_report(path: Path, title: str, summary: Mapping[str, Any], manifest: M
         f"(docs/metrics.md); best value per column highlighted.</p>",
         "<h2>Comparison</h2>", summary_table(policies),
         *(f"<p class='note'>{html.escape(n)}</p>" for n in notes),
-        "<h2>Plots</h2>", *(_image(p) for p in images if p.exists()),
+        "<h2>Plots</h2>", *(embedded_image(p) for p in images if p.exists()),
         "<h2>Policies</h2>", f"<ul>{descriptions}</ul>",
         "<h2>Manifest</h2><details><summary>what produced this run</summary>",
         f"<pre>{html.escape(json.dumps(manifest, indent=2, default=str))}</pre></details>",
