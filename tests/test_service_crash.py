@@ -54,8 +54,14 @@ def test_kill9_during_a_stream_of_submissions_loses_and_duplicates_nothing(tmp_p
     rng = random.Random(7)
     kills = 0
     try:
-        while not done.is_set() and kills < KILLS:
-            time.sleep(rng.uniform(0.5, 2.5))
+        # Kill at random points of the stream (after a random number of acknowledged submissions), not after
+        # random delays: the 1000 submissions can take only a few seconds, and timed kills then often came
+        # after the stream had ended (the kills >= 3 check below failed on a fast machine).
+        for at in sorted(rng.sample(range(50, N_SUBMISSIONS - 50), KILLS)):
+            while not done.is_set() and len(acked) < at:
+                time.sleep(0.01)
+            if done.is_set():
+                break
             server.kill9()
             kills += 1
             time.sleep(rng.uniform(0.0, 0.5))
