@@ -88,13 +88,18 @@ def open_nvml(index: int = 0) -> NvmlDevice:
 class NvmlSampler:
     """Calls ``read`` every ``period_s`` seconds in a daemon thread until :meth:`stop`.
 
-    Use as a context manager. A failing read is counted in ``errors`` and sampling goes on.
+    Use as a context manager. A failing read is counted in ``errors`` and sampling goes on. Reads are
+    scheduled on ``clock`` (drift-free: a slow read shortens the next pause); between reads the thread
+    calls ``wait(stop_event, seconds)``, by default ``stop_event.wait(seconds)``. Tests inject both to
+    drive the thread without real time.
     """
 
     read: Reader
     period_s: float = 0.1
     samples: list[NvmlSample] = field(default_factory=list)
     errors: int = 0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    wait: Callable[[threading.Event, float], object] = field(default=threading.Event.wait, repr=False)
 
     def __post_init__(self) -> None:
         if not MIN_PERIOD_S <= self.period_s <= MAX_PERIOD_S:
@@ -103,14 +108,14 @@ class NvmlSampler:
         self._thread = threading.Thread(target=self._run, name="horus-nvml-sampler", daemon=True)
 
     def _run(self) -> None:
-        next_at = time.monotonic()
+        next_at = self.clock()
         while not self._stop.is_set():
             try:
                 self.samples.append(self.read())
             except Exception:  # noqa: BLE001 - a transient NVML error must not kill the measurement
                 self.errors += 1
             next_at += self.period_s
-            self._stop.wait(max(0.0, next_at - time.monotonic()))
+            self.wait(self._stop, max(0.0, next_at - self.clock()))
 
     def start(self) -> NvmlSampler:
         self._thread.start()
