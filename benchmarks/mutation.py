@@ -1,0 +1,331 @@
+"""Mutation testing with cosmic-ray: how many deliberate bugs in the core modules the tests catch.
+
+    python benchmarks/mutation.py                          # every target, every mutant (hours on 2 cores)
+    python benchmarks/mutation.py --sample 60 --jobs 2     # 60 seeded mutants per module, 2 workers
+    python benchmarks/mutation.py --module store --ref 13a12ce --out /tmp/before.json   # another revision
+
+Targets and the tests run against each are in ``benchmarks/mutation_targets.toml``. cosmic-ray
+(``cosmic-ray init``) enumerates the mutants of each module; mutants inside type annotations are left
+out (``from __future__ import annotations``: annotations are never evaluated, so such a mutant is
+equivalent by construction), and so are the equivalent mutants documented with their reason in
+``benchmarks/mutation_equivalents/<target>.toml``. Each remaining (or sampled) mutant is applied by cosmic-ray's
+``mutate_and_test`` in a private copy of the tree (never the checkout: other work there would see the
+mutant) and the module's tests run with ``pytest -x``; a failure or a time-out kills it.
+
+The JSON (default ``benchmarks/results/mutation.json``) holds per module: mutants found, excluded,
+run, killed, survived, the score (killed / run) with a 95 % Wilson interval when sampled, wall time,
+and every surviving mutant's line, operator and diff; plus the command, revision, seed and versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ROOT / "benchmarks" / "mutation_targets.toml"
+EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents"
+RESULT = ROOT / "benchmarks" / "results" / "mutation.json"
+SHARED = ROOT.parent / "shared"
+
+
+@dataclass
+class Target:
+    name: str
+    path: str
+    tests: list[str]
+    missing_tests: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One cosmic-ray mutation of a target module, with the source line it changes."""
+
+    target: str
+    job_id: str
+    operator: str
+    occurrence: int
+    start: tuple[int, int]
+    end: tuple[int, int]
+    code: str
+
+    def spec(self, module_path: str) -> object:
+        from cosmic_ray.work_item import MutationSpec
+
+        return MutationSpec(module_path=module_path, operator_name=self.operator, operator_args={},
+                            occurrence=self.occurrence, start_pos=self.start, end_pos=self.end)
+
+
+def load_targets(path: Path = TARGETS) -> dict[str, Target]:
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    return {name: Target(name, entry["path"], list(entry["tests"])) for name, entry in raw.items()}
+
+
+def load_equivalents(folder: Path = EQUIVALENTS) -> list[dict[str, str]]:
+    """Documented equivalent mutants, one file per target (``<target>.toml``): ``[[equivalent]]`` entries with
+    ``operator`` (a suffix of cosmic-ray's operator name), ``code`` (the stripped source line) and ``why``."""
+    entries = []
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+        with path.open("rb") as fh:
+            found = tomllib.load(fh).get("equivalent", [])
+        for i, entry in enumerate(found):
+            missing = {"operator", "code", "why"} - set(entry)
+            if missing:
+                raise SystemExit(f"{path}: equivalent #{i + 1} lacks {sorted(missing)}")
+            entries.append({**entry, "target": path.stem})
+    return entries
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """(start, end) positions (line 1-based, column 0-based) of every annotation in ``source``."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        found: list[ast.expr | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.returns)
+        elif isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        for ann in found:
+            if ann is not None:
+                spans.append(((ann.lineno, ann.col_offset), (ann.end_lineno or ann.lineno, ann.end_col_offset or 0)))
+    return spans
+
+
+def enumerate_mutants(tree: Path, target: Target) -> list[Mutant]:
+    """Every cosmic-ray mutant of ``target`` in the copy ``tree`` (order: operator, then occurrence)."""
+    from cosmic_ray.commands.init import _all_work_items
+
+    module = tree / target.path
+    lines = module.read_text().splitlines()
+    mutants = []
+    cwd = os.getcwd()
+    os.chdir(tree)
+    try:
+        for item in _all_work_items([Path(target.path)], {}):
+            m = item.mutations[0]
+            start, end = tuple(m.start_pos), tuple(m.end_pos)
+            mutants.append(Mutant(target.name, item.job_id, m.operator_name, m.occurrence, start, end,  # type: ignore
+                                  lines[start[0] - 1].strip()))
+    finally:
+        os.chdir(cwd)
+    return mutants
+
+
+def excluded_reason(mutant: Mutant, spans: list[tuple[tuple[int, int], tuple[int, int]]],
+                    equivalents: list[dict[str, str]]) -> str | None:
+    if any(s <= mutant.start and mutant.end <= e for s, e in spans):
+        return "annotation"
+    for entry in equivalents:
+        if (entry["target"] == mutant.target and mutant.operator.endswith(entry["operator"])
+                and entry["code"] == mutant.code):
+            return "equivalent: " + entry["why"]
+    return None
+
+
+def materialize(ref: str | None, dest: Path) -> str:
+    """Write the tree to measure into ``dest/repo`` (``../shared`` beside it); return the revision measured."""
+    repo = dest / "repo"
+    repo.mkdir(parents=True)
+    if ref is None:
+        files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
+                               capture_output=True).stdout.decode().split("\0")
+        for name in filter(None, files):
+            src = ROOT / name
+            if src.is_file():
+                (repo / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, repo / name)
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
+        revision = head + ("+working-tree" if dirty.strip() else "")
+    else:
+        archive = subprocess.run(["git", "archive", ref], cwd=ROOT, check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(repo)], input=archive, check=True)
+        revision = subprocess.run(["git", "rev-parse", ref], cwd=ROOT, check=True, capture_output=True,
+                                  text=True).stdout.strip()
+    if SHARED.is_dir():
+        (dest / "shared").symlink_to(SHARED)
+    return revision
+
+
+def test_command(tests: list[str]) -> str:
+    return f"{sys.executable} -m pytest -x -q -p no:cacheprovider --no-header -o addopts= " + " ".join(tests)
+
+
+# ---- worker side (one private copy of the tree per worker process) ---------------------------------
+_COPY: Path | None = None
+
+
+def _init_worker(copies: object) -> None:
+    global _COPY
+    _COPY = Path(copies.get())  # type: ignore[attr-defined]
+    os.chdir(_COPY)
+    os.environ["PYTHONPATH"] = str(_COPY / "src")
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+
+
+def _run_mutant(mutant: Mutant, module_path: str, command: str, timeout: float) -> tuple[Mutant, str, str, float]:
+    from cosmic_ray.mutating import mutate_and_test
+
+    began = time.perf_counter()
+    result = mutate_and_test([mutant.spec(module_path)], command, timeout)
+    outcome = str(result.test_outcome.value if result.test_outcome else result.worker_outcome.value)
+    return mutant, outcome, result.diff or "", time.perf_counter() - began
+
+
+def baseline(tree: Path, target: Target) -> float:
+    """Run the target's tests on the unmutated copy (they must pass); return the seconds it took."""
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
+    where = subprocess.run([sys.executable, "-c", "import horus; print(horus.__file__)"], cwd=tree, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    if not where.startswith(str(tree)):
+        raise SystemExit(f"the copy's horus is shadowed by {where}; mutants would not be seen")
+    began = time.perf_counter()
+    done = subprocess.run(test_command(target.tests).split(), cwd=tree, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{target.name}: the tests fail on the unmutated code:\n{done.stdout[-3000:]}")
+    return time.perf_counter() - began
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, mid - half), min(1.0, mid + half))
+
+
+def select(mutants: list[Mutant], sample: int | None, seed: int) -> list[Mutant]:
+    if sample is None or sample >= len(mutants):
+        return mutants
+    return sorted(random.Random(seed).sample(mutants, sample), key=lambda m: (m.start, m.operator))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--module", action="append", help="a target of mutation_targets.toml (repeatable; "
+                                                          "default: all)")
+    parser.add_argument("--sample", type=int, default=None, help="mutants per module, drawn with --seed "
+                                                                 "(default: all)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2)))
+    parser.add_argument("--ref", default=None, help="git revision to measure (default: the working tree)")
+    parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--timeout-factor", type=float, default=4.0,
+                        help="a mutant's tests time out (killed) after this x the baseline + 30 s")
+    args = parser.parse_args(argv)
+    from tqdm import tqdm
+
+    targets = load_targets()
+    names = args.module or list(targets)
+    unknown = [n for n in names if n not in targets]
+    if unknown:
+        parser.error(f"unknown module(s) {unknown}; known: {sorted(targets)}")
+    equivalents = load_equivalents()
+    work = Path(tempfile.mkdtemp(prefix="horus-mutation-"))
+    began = time.time()
+    try:
+        revision = materialize(args.ref, work / "w0")
+        template = work / "w0" / "repo"
+        for i in range(1, args.jobs):
+            shutil.copytree(template, work / f"w{i}" / "repo")
+            if SHARED.is_dir():
+                (work / f"w{i}" / "shared").symlink_to(SHARED)
+        report: dict[str, dict[str, object]] = {}
+        plan: list[tuple[Mutant, str, str, float]] = []
+        for name in names:
+            target = targets[name]
+            target.missing_tests = [t for t in target.tests if not (template / t).is_file()]
+            target.tests = [t for t in target.tests if (template / t).is_file()]
+            source = (template / target.path).read_text()
+            spans = annotation_spans(source)
+            found = enumerate_mutants(template, target)
+            reasons = {m.job_id: excluded_reason(m, spans, equivalents) for m in found}
+            eligible = [m for m in found if reasons[m.job_id] is None]
+            chosen = select(eligible, args.sample, args.seed)
+            base_s = baseline(template, target)
+            timeout = args.timeout_factor * base_s + 30.0
+            report[name] = {
+                "path": target.path, "tests": target.tests, "missing_tests": target.missing_tests,
+                "mutants": len(found), "excluded_annotation": sum(r == "annotation" for r in reasons.values()),
+                "excluded_equivalent": sum(bool(r and r.startswith("equivalent")) for r in reasons.values()),
+                "eligible": len(eligible), "run": len(chosen), "baseline_s": round(base_s, 2),
+                "timeout_s": round(timeout, 1), "outcomes": {}, "survivors": [], "wall_s": 0.0,
+            }
+            plan += [(m, target.path, test_command(target.tests), timeout) for m in chosen]
+        import multiprocessing as mp
+
+        copies = mp.Manager().Queue()
+        for i in range(args.jobs):
+            copies.put(str(work / f"w{i}" / "repo"))
+        with ProcessPoolExecutor(args.jobs, initializer=_init_worker, initargs=(copies,)) as pool:
+            futures = [pool.submit(_run_mutant, *item) for item in plan]
+            for fut in tqdm(as_completed(futures), total=len(futures), desc="mutants", unit="mutant"):
+                mutant, outcome, diff, wall = fut.result()
+                entry = report[mutant.target]
+                outcomes = entry["outcomes"]
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1  # type: ignore[index, union-attr, attr-defined]
+                entry["wall_s"] = round(float(entry["wall_s"]) + wall, 1)  # type: ignore[arg-type]
+                if outcome == "survived":
+                    entry["survivors"].append({  # type: ignore[union-attr]
+                        "line": mutant.start[0], "operator": mutant.operator, "occurrence": mutant.occurrence,
+                        "code": mutant.code, "diff": diff})
+        for entry in report.values():
+            outcomes = entry["outcomes"]  # type: ignore[assignment]
+            killed = int(outcomes.get("killed", 0))  # type: ignore[union-attr]
+            survived = int(outcomes.get("survived", 0))  # type: ignore[union-attr]
+            scored = killed + survived
+            entry["killed"], entry["survived"] = killed, survived
+            entry["score"] = round(killed / scored, 4) if scored else None
+            entry["score_ci95"] = [round(x, 4) for x in wilson(killed, scored)] if args.sample else None
+            entry["survivors"].sort(key=lambda s: (s["line"], s["operator"]))  # type: ignore[union-attr]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result = {
+        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+        "revision": revision, "sample": args.sample, "seed": args.seed, "jobs": args.jobs,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(time.time() - began, 1),
+        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+        "cosmic_ray": _version("cosmic-ray"), "modules": report,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"{'module':<12} {'mutants':>7} {'run':>5} {'killed':>6} {'surv':>5} {'score':>6}  95% CI")
+    for name, entry in report.items():
+        ci = entry["score_ci95"]
+        score = entry["score"]
+        print(f"{name:<12} {entry['mutants']:>7} {entry['run']:>5} {entry['killed']:>6} {entry['survived']:>5} "
+              f"{'-' if score is None else f'{score:.0%}':>6}  {'' if not ci else f'{ci[0]:.0%}-{ci[1]:.0%}'}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def _version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
