@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from horus.agent.agent import Agent, DirectLink
@@ -17,18 +16,23 @@ def test_an_attempt_runs_once_and_a_restarted_agent_adopts_it(tmp_path: Path) ->
     command = [sys.executable, "-c", f"open({str(marker)!r}, 'a').write('x'); import time; time.sleep(1.5)"]
     first = ProcessManager(tmp_path / "w")
     item = first.launch("7", 1, command, {})
-    first.launch("7", 1, command, {})  # same attempt again: nothing new
+    wrapper = item.proc
+    assert first.launch("7", 1, command, {}) is item and item.proc is wrapper  # same attempt again: nothing new
     wait_for(lambda: item.pid() is not None, what="the wrapper")
     again = ProcessManager(tmp_path / "w")  # an agent restarted after kill -9
     again.scan()
     adopted = again.attempts[("7", 1)]
     again.launch("7", 1, command, {})  # the restarted agent is told to run it: it must not start a second copy
-    assert again.report(adopted)["status"] == "running"
+    assert adopted.proc is None  # no wrapper started by the restarted agent
+    assert again.report(adopted)["status"] == "running" and adopted.pid() == item.pid()
     report = wait_for(lambda: (r := again.report(adopted)) and r["status"] == "exited" and r, timeout_s=10,
                       what="exit")
     assert report["exit_code"] == 0 and not report["oom"]
-    time.sleep(0.3)
+    # the command has ended (exit.json is written after it): its one copy wrote the marker once
     assert marker.read_text() == "x"
+    assert (adopted.folder / "log").read_text().count("start:") == 1
+    assert first.launch("7", 1, command, {}).exit_status() is not None and wrapper.wait(timeout=10) == 0
+    assert marker.read_text() == "x"  # launching an ended attempt runs nothing
     again.forget(adopted)
     fresh = ProcessManager(tmp_path / "w")
     fresh.scan()
@@ -37,19 +41,32 @@ def test_an_attempt_runs_once_and_a_restarted_agent_adopts_it(tmp_path: Path) ->
 
 def test_stop_escalates_to_sigkill_after_the_grace_period(tmp_path: Path) -> None:
     manager = ProcessManager(tmp_path / "w")
-    stubborn = [sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-                                      "while True: time.sleep(0.1)"]
+    term, beats = tmp_path / "term", tmp_path / "beats"
+    stubborn = [sys.executable, "-c", "import signal, time\n"
+                f"signal.signal(signal.SIGTERM, lambda *_: open({str(term)!r}, 'a').close())\n"
+                f"while True:\n    open({str(beats)!r}, 'a').write('.')\n    time.sleep(0.05)"]
+
+    def beating() -> bool:
+        """The job writes a beat every 50 ms: wait for two more than now (it is alive and unblocked)."""
+        seen = beats.stat().st_size if beats.exists() else 0
+        return wait_for(lambda: beats.exists() and beats.stat().st_size >= seen + 2, timeout_s=10, interval_s=0.02,
+                        what="two more beats of the job")
+
     item = manager.launch("9", 1, stubborn, {})
     wait_for(lambda: item.pid() is not None, what="start")
-    time.sleep(0.3)
-    manager.stop(item, grace_s=0.5, now=time.time())
-    manager.reap(time.time())
-    assert item.alive()  # SIGTERM ignored
-    time.sleep(0.6)
-    manager.reap(time.time())  # past the grace period: SIGKILL to the group
-    wait_for(lambda: not item.alive(), timeout_s=10, what="SIGKILL")
-    manager.reap(time.time())
-    assert ("9", 1) not in manager.attempts
+    beating()  # its SIGTERM handler is installed before the first beat
+    t0 = 1000.0  # reap and stop take the time as an argument: no real grace period to sit out
+    manager.stop(item, grace_s=0.5, now=t0)
+    wait_for(term.exists, timeout_s=10, what="the job to receive SIGTERM")
+    manager.reap(t0 + 0.49)  # before the deadline: nothing escalated
+    beating()  # SIGTERM handled and the job goes on
+    assert item.alive() and ("9", 1) in manager.attempts
+    assert manager.report(item) is None  # being stopped: not reported
+    manager.reap(t0 + 0.5)  # the deadline: SIGKILL to the group
+    wait_for(lambda: not item.alive(), timeout_s=10, what="SIGKILL to end the job")
+    assert item.exit_status() is None  # the wrapper was killed too (its group), so it recorded nothing
+    manager.reap(t0 + 0.6)
+    assert ("9", 1) not in manager.attempts and (item.folder / "forgotten").exists()
 
 
 def test_job_environment_and_mps_limits(tmp_path: Path) -> None:
