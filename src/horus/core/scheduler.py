@@ -9,6 +9,7 @@ out (the simulator at once; the live service after the transition is durable in 
 
 from __future__ import annotations
 
+import operator
 import time
 from typing import Protocol
 
@@ -106,7 +107,11 @@ class SchedulerCore:
         if queued is None:
             raise InvalidActionError(f"policy {name!r} started job {action.job_id!r}, which is not queued")
         spec = queued.spec
-        gpus = tuple(map(int, action.gpus))
+        try:  # ints and numpy integers; a float or a string is a policy bug, not an index to round
+            gpus = tuple(operator.index(g) for g in action.gpus)
+        except TypeError:
+            raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on GPUs {action.gpus!r}: "
+                                     f"indices must be integers") from None
         if len(gpus) != spec.num_gpus:
             raise InvalidActionError(f"policy {name!r} started job {spec.job_id!r} on {len(gpus)} GPUs; "
                                      f"it needs exactly {spec.num_gpus} (gang start)")
