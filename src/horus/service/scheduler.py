@@ -202,6 +202,7 @@ class LiveScheduler:
             now = self.clock()
             rows = self.store.jobs(states=("queued", "running"))
             rows.sort(key=lambda r: (r.queued_since, r.id))
+            queued: list[JobRow] = []
             for row in rows:
                 if row.state == "running" and not self._adopt(row):
                     attained = row.attained_gpu_s + len(row.placement) * max(0.0, now - (row.started or now))
@@ -210,7 +211,9 @@ class LiveScheduler:
                                        detail={"reason": "its machine is gone"})
                     row = self.store.job(row.id) or row
                 if row.state == "queued":
-                    self._enqueue(row)
+                    queued.append(row)
+            for row in sorted(queued, key=lambda r: (r.queued_since, r.id)):  # a lost run re-enters at the back
+                self._enqueue(row)
             for key, (done, rate) in telemetry.items():  # fresher than the store's copy
                 run = self.state.running.get(key)
                 if run is not None:
