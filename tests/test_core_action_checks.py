@@ -146,6 +146,21 @@ def test_a_job_without_a_type_request_runs_on_any_type() -> None:
     assert check(core, "j", (1, 2, 4))[1] == (1, 2, 4)
 
 
+def test_a_gang_larger_than_the_small_int_cache_is_checked_by_value() -> None:
+    """Sizes above 256 are distinct int objects in CPython: the checks must compare values, not identities."""
+    state = SchedulerState(Cluster([Node("big", V100, 300)]), ConstPredictor())
+    state.submit(spec("big", 300), 0.0)
+    state.submit(spec("dup", 300), 0.0)
+    core = SchedulerCore(state, ScriptPolicy(), RecordingExecutor(state))
+    assert core.eligible_gpus(None) == 300 and core.admits(spec("x", 300)) and not core.admits(spec("x", 301))
+    gpus = tuple(range(299, -1, -1))
+    assert check(core, "big", gpus) == (state.queue["big"].spec, gpus)
+    with pytest.raises(InvalidActionError, match="distinct"):
+        check(core, "dup", (*range(299), 0))
+    with pytest.raises(InvalidActionError, match="exactly 300"):
+        check(core, "dup", tuple(range(299)))
+
+
 def test_start_must_name_a_queued_job() -> None:
     core, _ = make_core(queued=[spec("q")], running={"r": (0,)})
     for job_id in ("r", "nope"):
