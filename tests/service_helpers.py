@@ -75,13 +75,36 @@ class Server:
 
 
 def wait_for(predicate: Any, timeout_s: float = 30.0, interval_s: float = 0.1, what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns a truthy value (returned); TimeoutError naming ``what`` at the deadline."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while True:
         value = predicate()
         if value:
             return value
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(interval_s)
-    raise TimeoutError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def metrics(client: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """``/metrics`` as {(sample name, sorted labels): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = client.get("/metrics")
+    assert response.status_code == 200, response.text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(response.text) for s in family.samples}
+
+
+def decision_cycles(client: httpx.Client) -> int:
+    """How many policy decision steps the server has made (``horus_scheduling_decision_seconds_count``)."""
+    return int(metrics(client)[("horus_scheduling_decision_seconds_count", ())])
+
+
+def wait_decisions(client: httpx.Client, after: int, n: int = 1, timeout_s: float = 30.0) -> int:
+    """Wait until the server has made ``n`` decision steps more than ``after``; the new count."""
+    return int(wait_for(lambda: (c := decision_cycles(client)) >= after + n and c, timeout_s, 0.05,
+                        f"{n} decision step(s) after step {after}"))
 
 
 def kill_job_processes(state_dir: Path) -> None:

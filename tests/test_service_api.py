@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from service_helpers import Server, kill_job_processes, wait_for
+from service_helpers import Server, decision_cycles, kill_job_processes, metrics, wait_decisions, wait_for
 
 PY = sys.executable
 LIGHT = {"model": "a3c", "batch_size": 32}  # predicted ~7 % utilization: co-locatable
@@ -46,6 +45,18 @@ def wait_state(api: httpx.Client, job_id: str, states: tuple[str, ...], timeout_
         return job if job["state"] in states else None
 
     return wait_for(done, timeout_s, what=f"job {job_id} in {states}")
+
+
+def processes_running(text: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line contains ``text``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and text.encode() in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except OSError:
+            pass  # it ended while we looked
+    return pids
 
 
 # ---- authentication ---------------------------------------------------------------------------------
@@ -133,7 +144,8 @@ def test_light_jobs_are_colocated_heavy_ones_are_not(api: httpx.Client) -> None:
     ids = [j["id"] for j in heavy]
     wait_for(lambda: all(api.get(f"/v1/jobs/{i}").json()["state"] == "running" for i in ids), what="heavy jobs run")
     third = submit(api, ["sleep", "60"], **HEAVY)  # two ~100 % jobs would only time-slice (no gain): it waits
-    time.sleep(1.0)
+    # it is in the scheduler's queue when the reply comes: decision steps counted from now have considered it
+    wait_decisions(api, decision_cycles(api), n=2)
     assert api.get(f"/v1/jobs/{third['id']}").json()["state"] == "queued"
     api.post(f"/v1/jobs/{third['id']}/cancel")
     api.post(f"/v1/jobs/{ids[0]}/cancel")
@@ -156,11 +168,9 @@ def test_cancel_stops_the_process_group(api: httpx.Client, tmp_path: Path, serve
     script = f"import time\nwhile True:\n    open({str(beat)!r}, 'a').write('.'); time.sleep(0.05)\n"
     job = submit(api, [PY, "-c", script], **LIGHT)
     wait_for(lambda: beat.exists() and beat.stat().st_size > 3, what="the job to run")
+    assert len(processes_running(str(beat))) == 2  # the attempt's wrapper and the job's process
     assert api.post(f"/v1/jobs/{job['id']}/cancel").json()["state"] == "cancelled"
-    time.sleep(1.5)
-    size = beat.stat().st_size
-    time.sleep(0.5)
-    assert beat.stat().st_size == size  # stopped
+    wait_for(lambda: not processes_running(str(beat)), timeout_s=15, what="the job's processes to be stopped")
     assert api.post(f"/v1/jobs/{job['id']}/cancel").json()["state"] == "cancelled"  # idempotent
 
 
@@ -195,15 +205,63 @@ def test_job_token_progress_endpoint(api: httpx.Client, server: Server, tmp_path
     api.post(f"/v1/jobs/{job['id']}/cancel")
 
 
-def test_metrics_and_cluster_view(api: httpx.Client) -> None:
-    text = api.get("/metrics").text
-    for name in ("horus_queue_length", "horus_running_jobs", "horus_gpu_predicted_util", "horus_gpu_residents",
-                 "horus_scheduling_decision_seconds_count", "horus_job_wait_seconds_count",
-                 "horus_job_completion_seconds_count", "horus_oom_restarts_total", "horus_jobs_submitted_total"):
-        assert name in text, name
+def _quiet_snapshot(api: httpx.Client) -> tuple[list[dict], dict]:
+    """(every job, /metrics) read while no job changed state or attempt (jobs read before and after)."""
+    def jobs() -> list[dict]:
+        return api.get("/v1/jobs", params={"limit": 100000}).json()["jobs"]
+
+    def read() -> tuple[list[dict], dict] | None:
+        before, values, after = jobs(), metrics(api), jobs()
+        key = [(j["id"], j["state"], j["attempt"], j["oom_failures"]) for j in before]
+        return (after, values) if key == [(j["id"], j["state"], j["attempt"], j["oom_failures"]) for j in after] \
+            else None
+
+    return wait_for(read, what="a moment without job transitions")
+
+
+def test_metrics_values_match_the_store(api: httpx.Client) -> None:
+    """After a known sequence, counters move by exactly what happened, and gauges equal what the store says."""
+    def count(values: dict, name: str, **labels: str) -> float:
+        return values.get((name, tuple(sorted(labels.items()))), 0.0)
+
+    _, m0 = _quiet_snapshot(api)
+    ok = submit(api, ["true"], **LIGHT)
+    bad = submit(api, ["sh", "-c", "exit 3"], **LIGHT)
+    heavy = submit(api, ["sleep", "60"], **HEAVY)
+    assert wait_state(api, ok["id"], ("finished", "failed"))["state"] == "finished"
+    assert wait_state(api, bad["id"], ("finished", "failed"))["state"] == "failed"
+    running = wait_state(api, heavy["id"], ("running",))
+    jobs, m1 = _quiet_snapshot(api)
+
+    def delta(name: str) -> float:
+        return count(m1, name) - count(m0, name)
+
+    assert delta("horus_jobs_submitted_total") == 3
+    assert delta("horus_job_wait_seconds_count") == 3  # three starts
+    assert delta("horus_job_completion_seconds_count") == 1  # one finished (a failure has no completion time)
+    assert delta("horus_oom_restarts_total") == 0
+    assert delta("horus_scheduling_decision_seconds_count") >= 1
+    # the whole life of this server: counters equal what the store recorded
+    assert count(m1, "horus_jobs_submitted_total") == len(jobs)
+    assert count(m1, "horus_job_wait_seconds_count") == sum(j["attempt"] for j in jobs)  # one per start
+    assert count(m1, "horus_job_completion_seconds_count") == sum(j["state"] == "finished" for j in jobs)
+    assert count(m1, "horus_oom_restarts_total") == sum(j["oom_failures"] for j in jobs)
+    # gauges: the running heavy job, and nothing else
+    assert count(m1, "horus_running_jobs") == sum(j["state"] == "running" for j in jobs) == 1
+    assert count(m1, "horus_queue_length") == sum(j["state"] == "queued" for j in jobs) == 0
+    (agent, gpu), = [(p["agent"], p["gpu"]) for p in running["placement"]]
     cluster = api.get("/v1/cluster").json()
     assert cluster["policy"] == "horus" and len(cluster["gpus"]) == 2
     assert {g["type"] for g in cluster["gpus"]} == {"V100"}
+    for g in cluster["gpus"]:
+        labels = {"gpu": str(g["index"]), "agent": g["agent"], "local_index": str(g["local_index"]), "type": "V100"}
+        mine = (g["agent"], g["local_index"]) == (agent, gpu)
+        assert count(m1, "horus_gpu_residents", **labels) == len(g["residents"]) == (1 if mine else 0)
+        assert count(m1, "horus_gpu_predicted_util", **labels) == pytest.approx(
+            running["predicted"]["util"] if mine else 0.0)
+    assert api.post(f"/v1/jobs/{heavy['id']}/cancel").json()["state"] == "cancelled"
+    gauges = metrics(api)
+    assert count(gauges, "horus_running_jobs") == 0 and count(gauges, "horus_queue_length") == 0
     assert api.get("/docs").status_code == 200 and "/v1/jobs" in api.get("/openapi.json").text
 
 
