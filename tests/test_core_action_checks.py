@@ -9,7 +9,7 @@ step's metrics, the executor seeing the actions in order, and oracles refusing t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pytest
@@ -81,13 +81,13 @@ def spec(job_id: str, gpus: int = 1, request: str | None = None) -> JobSpec:
     return JobSpec(job_id, 0.0, gpus, "toy", 1, 100.0, gpu_type_request=request)
 
 
-def make_core(policy: Policy | None = None, queued: list[JobSpec] = (), running: dict[str, tuple[int, ...]] = {},
-              ) -> tuple[SchedulerCore, RecordingExecutor]:
+def make_core(policy: Policy | None = None, queued: Sequence[JobSpec] = (),
+              running: Mapping[str, tuple[int, ...]] | None = None) -> tuple[SchedulerCore, RecordingExecutor]:
     """A core over a fresh state with ``queued`` jobs queued and ``running`` jobs started on their GPUs."""
     state = SchedulerState(make_cluster(), ConstPredictor())
     for s in queued:
         state.submit(s, 0.0)
-    for job_id, gpus in running.items():
+    for job_id, gpus in (running or {}).items():
         state.submit(spec(job_id, len(gpus)), 0.0)
         state.start(job_id, gpus, 0.0)
     executor = RecordingExecutor(state)
