@@ -7,7 +7,8 @@
 Targets and the tests run against each are in ``benchmarks/mutation_targets.toml``. cosmic-ray
 (``cosmic-ray init``) enumerates the mutants of each module; mutants inside type annotations are left
 out (``from __future__ import annotations``: annotations are never evaluated, so such a mutant is
-equivalent by construction), and so are the equivalent mutants documented with their reason in
+equivalent by construction: its tree without annotations equals the original's), so are mutants that do not
+compile (cosmic-ray also rewrites the bare ``*`` of a signature), and so are the equivalent mutants documented with their reason in
 ``benchmarks/mutation_equivalents/<target>.toml``. Each remaining (or sampled) mutant is applied by cosmic-ray's
 ``mutate_and_test`` in a private copy of the tree (never the checkout: other work there would see the
 mutant) and the module's tests run with ``pytest -x``; a failure or a time-out kills it.
@@ -91,21 +92,34 @@ def load_equivalents(folder: Path = EQUIVALENTS) -> list[dict[str, str]]:
     return entries
 
 
-def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    """(start, end) positions (line 1-based, column 0-based) of every annotation in ``source``."""
-    spans = []
-    for node in ast.walk(ast.parse(source)):
-        found: list[ast.expr | None] = []
+def _without_annotations(tree: ast.AST) -> str:
+    """``ast.dump`` of ``tree`` with every annotation removed (they are never evaluated: PEP 563)."""
+    for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found.append(node.returns)
+            node.returns = None
         elif isinstance(node, ast.arg):
-            found.append(node.annotation)
+            node.annotation = None
         elif isinstance(node, ast.AnnAssign):
-            found.append(node.annotation)
-        for ann in found:
-            if ann is not None:
-                spans.append(((ann.lineno, ann.col_offset), (ann.end_lineno or ann.lineno, ann.end_col_offset or 0)))
-    return spans
+            node.annotation = ast.Constant(None)
+    return ast.dump(tree)
+
+
+def static_verdict(source: str, mutant: Mutant) -> str | None:
+    """``invalid`` for a mutant that does not compile (cosmic-ray also mutates the ``*`` of a signature),
+    ``annotation`` for one that changes only annotations (equivalent by construction), else None."""
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+
+    mutated = mutate_code(source, get_operator(mutant.operator)(), mutant.occurrence)
+    if mutated is None:
+        return "invalid"
+    try:
+        changed = ast.parse(mutated)
+    except SyntaxError:
+        return "invalid"
+    if _without_annotations(changed) == _without_annotations(ast.parse(source)):
+        return "annotation"
+    return None
 
 
 def enumerate_mutants(tree: Path, target: Target) -> list[Mutant]:
@@ -128,10 +142,10 @@ def enumerate_mutants(tree: Path, target: Target) -> list[Mutant]:
     return mutants
 
 
-def excluded_reason(mutant: Mutant, spans: list[tuple[tuple[int, int], tuple[int, int]]],
-                    equivalents: list[dict[str, str]]) -> str | None:
-    if any(s <= mutant.start and mutant.end <= e for s, e in spans):
-        return "annotation"
+def excluded_reason(mutant: Mutant, source: str, equivalents: list[dict[str, str]]) -> str | None:
+    verdict = static_verdict(source, mutant)
+    if verdict is not None:
+        return verdict
     for entry in equivalents:
         if (entry["target"] == mutant.target and mutant.operator.endswith(entry["operator"])
                 and entry["code"] == mutant.code):
@@ -180,13 +194,24 @@ def _init_worker(copies: object) -> None:
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
 
 
-def _run_mutant(mutant: Mutant, module_path: str, command: str, timeout: float) -> tuple[Mutant, str, str, float]:
+def _run_mutant(mutant: Mutant, module_path: str, command: str,
+                timeout: float) -> tuple[Mutant, str, str, str | None, float]:
     from cosmic_ray.mutating import mutate_and_test
 
     began = time.perf_counter()
     result = mutate_and_test([mutant.spec(module_path)], command, timeout)
     outcome = str(result.test_outcome.value if result.test_outcome else result.worker_outcome.value)
-    return mutant, outcome, result.diff or "", time.perf_counter() - began
+    return mutant, outcome, result.diff or "", killed_by(result.output or ""), time.perf_counter() - began
+
+
+def killed_by(output: str) -> str | None:
+    """The first failing test's node id in pytest's ``-q`` summary (``FAILED a.py::t - ...``), or "timeout"."""
+    if output == "timeout":
+        return "timeout"
+    for line in output.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):
+            return line.split()[1]
+    return None
 
 
 def baseline(tree: Path, target: Target) -> float:
@@ -213,10 +238,22 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, mid - half), min(1.0, mid + half))
 
 
-def select(mutants: list[Mutant], sample: int | None, seed: int) -> list[Mutant]:
-    if sample is None or sample >= len(mutants):
-        return mutants
-    return sorted(random.Random(seed).sample(mutants, sample), key=lambda m: (m.start, m.operator))
+def classify(mutants: list[Mutant], source: str, equivalents: list[dict[str, str]], sample: int | None,
+             seed: int) -> tuple[dict[str, str | None], list[Mutant]]:
+    """Exclusion reasons and the mutants to run: all eligible ones, or the first ``sample`` eligible ones of a
+    ``seed``-shuffled order (only those are classified: the static check parses each mutant)."""
+    order = list(mutants)
+    if sample is not None:
+        random.Random(seed).shuffle(order)
+    reasons: dict[str, str | None] = {}
+    chosen = []
+    for mutant in order:
+        if sample is not None and len(chosen) >= sample:
+            break
+        reasons[mutant.job_id] = excluded_reason(mutant, source, equivalents)
+        if reasons[mutant.job_id] is None:
+            chosen.append(mutant)
+    return reasons, sorted(chosen, key=lambda m: (m.start, m.operator, m.occurrence))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,19 +293,17 @@ def main(argv: list[str] | None = None) -> int:
             target.missing_tests = [t for t in target.tests if not (template / t).is_file()]
             target.tests = [t for t in target.tests if (template / t).is_file()]
             source = (template / target.path).read_text()
-            spans = annotation_spans(source)
             found = enumerate_mutants(template, target)
-            reasons = {m.job_id: excluded_reason(m, spans, equivalents) for m in found}
-            eligible = [m for m in found if reasons[m.job_id] is None]
-            chosen = select(eligible, args.sample, args.seed)
+            reasons, chosen = classify(found, source, equivalents, args.sample, args.seed)
             base_s = baseline(template, target)
             timeout = args.timeout_factor * base_s + 30.0
             report[name] = {
                 "path": target.path, "tests": target.tests, "missing_tests": target.missing_tests,
                 "mutants": len(found), "excluded_annotation": sum(r == "annotation" for r in reasons.values()),
+                "excluded_invalid": sum(r == "invalid" for r in reasons.values()),
                 "excluded_equivalent": sum(bool(r and r.startswith("equivalent")) for r in reasons.values()),
-                "eligible": len(eligible), "run": len(chosen), "baseline_s": round(base_s, 2),
-                "timeout_s": round(timeout, 1), "outcomes": {}, "survivors": [], "wall_s": 0.0,
+                "classified": len(reasons), "eligible": sum(r is None for r in reasons.values()), "run": len(chosen), "baseline_s": round(base_s, 2),
+                "timeout_s": round(timeout, 1), "outcomes": {}, "survivors": [], "killed_mutants": [], "wall_s": 0.0,
             }
             plan += [(m, target.path, test_command(target.tests), timeout) for m in chosen]
         import multiprocessing as mp
@@ -279,15 +314,17 @@ def main(argv: list[str] | None = None) -> int:
         with ProcessPoolExecutor(args.jobs, initializer=_init_worker, initargs=(copies,)) as pool:
             futures = [pool.submit(_run_mutant, *item) for item in plan]
             for fut in tqdm(as_completed(futures), total=len(futures), desc="mutants", unit="mutant"):
-                mutant, outcome, diff, wall = fut.result()
+                mutant, outcome, diff, test, wall = fut.result()
                 entry = report[mutant.target]
                 outcomes = entry["outcomes"]
                 outcomes[outcome] = outcomes.get(outcome, 0) + 1  # type: ignore[index, union-attr, attr-defined]
                 entry["wall_s"] = round(float(entry["wall_s"]) + wall, 1)  # type: ignore[arg-type]
+                found = {"line": mutant.start[0], "operator": mutant.operator, "occurrence": mutant.occurrence,
+                         "code": mutant.code}
                 if outcome == "survived":
-                    entry["survivors"].append({  # type: ignore[union-attr]
-                        "line": mutant.start[0], "operator": mutant.operator, "occurrence": mutant.occurrence,
-                        "code": mutant.code, "diff": diff})
+                    entry["survivors"].append({**found, "diff": diff})  # type: ignore[union-attr]
+                elif outcome == "killed":
+                    entry["killed_mutants"].append({**found, "killed_by": test})  # type: ignore[union-attr]
         for entry in report.values():
             outcomes = entry["outcomes"]  # type: ignore[assignment]
             killed = int(outcomes.get("killed", 0))  # type: ignore[union-attr]
@@ -296,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
             entry["killed"], entry["survived"] = killed, survived
             entry["score"] = round(killed / scored, 4) if scored else None
             entry["score_ci95"] = [round(x, 4) for x in wilson(killed, scored)] if args.sample else None
-            entry["survivors"].sort(key=lambda s: (s["line"], s["operator"]))  # type: ignore[union-attr]
+            for key in ("survivors", "killed_mutants"):
+                entry[key].sort(key=lambda s: (s["line"], s["operator"], s["occurrence"]))  # type: ignore[union-attr]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result = {
