@@ -310,8 +310,8 @@ def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) ->
 
 
 def check_output_path(path: Path, option: str, *, directory: bool = True) -> None:
-    """Fail before any work when ``path`` cannot be written: it is (or lies under) a file, a directory
-    stands where a file should go, or its nearest existing parent is not writable."""
+    """Fail before any work when ``path`` cannot be written: it lies under a file (or is one where a directory
+    should go), a directory stands where a file should go, or its nearest existing parent is not writable."""
     import os
 
     if path.exists():
@@ -319,7 +319,7 @@ def check_output_path(path: Path, option: str, *, directory: bool = True) -> Non
             raise HorusInputError(option, f"{path} exists and is not a directory; expected a directory to write into")
         if not directory and path.is_dir():
             raise HorusInputError(option, f"{path} is a directory; expected a file path")
-    parent = path if path.exists() else path.parent
+    parent = path if path.is_dir() else path.parent  # an existing file (directory=False) is replaced in its parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
