@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,11 +30,12 @@ LIVE_POLICIES = [name for name in POLICIES.names() if not POLICIES.create(name).
 class Live:
     """A scheduler, its stepping thread and one in-process agent with fake GPUs."""
 
-    def __init__(self, root: Path, policy: str, gpus: int = 4, nodes: int = 1) -> None:
+    def __init__(self, root: Path, policy: str, gpus: int = 4, nodes: int = 1,
+                 policy_options: dict[str, Any] | None = None) -> None:
         self.root = root
         self.store = Store(root / "horus.db")
-        self.scheduler = LiveScheduler(self.store, AnalyticPredictor(), policy=policy, lease_s=5.0,
-                                       job_secret=b"test-secret")
+        self.scheduler = LiveScheduler(self.store, AnalyticPredictor(), policy=policy, policy_options=policy_options,
+                                       lease_s=5.0, job_secret=b"test-secret")
         self.stop = threading.Event()
         self.threads = [threading.Thread(target=self._loop, daemon=True)]
         for n in range(nodes):
@@ -60,7 +64,7 @@ class Live:
 def make_live(tmp_path: Path) -> Iterator:
     made: list[Live] = []
 
-    def make(policy: str = "horus", **kwargs: int) -> Live:
+    def make(policy: str = "horus", **kwargs: Any) -> Live:
         made.append(Live(tmp_path / f"live{len(made)}", policy, **kwargs))
         return made[-1]
 
@@ -185,9 +189,9 @@ def test_report_helper_writes_progress_lines(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(reporting, "_file", None)
     for i in range(3):
         horus.report(i + 1)
-        time.sleep(0.001)
-    lines = path.read_text().splitlines()
-    assert len(lines) == 3 and '"iteration": 3.0' in lines[-1]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["iteration"] for line in lines] == [1.0, 2.0, 3.0]
+    assert lines[0]["time"] <= lines[1]["time"] <= lines[2]["time"] <= time.time()
 
 
 def test_preempted_training_resumes_from_its_checkpoint(make_live) -> None:
@@ -195,10 +199,8 @@ def test_preempted_training_resumes_from_its_checkpoint(make_live) -> None:
     pytest.importorskip("torch")
     live = make_live("fifo-exclusive", gpus=1)
     wait_for(lambda: live.scheduler.cluster.num_gpus == 1, what="the agent")
-    import sys as _sys
-
     row, _ = live.scheduler.submit(NewJob(model="a3c", batch_size=32, num_gpus=1, iterations=100000.0, command=[
-        _sys.executable, "-m", "horus.cli", "train", "_test_mlp", "--batch-size", "8", "--iterations", "100000",
+        sys.executable, "-m", "horus.cli", "train", "_test_mlp", "--batch-size", "8", "--iterations", "100000",
         "--device", "cpu", "--checkpoint-every", "0"]))
     key = row.job_id
     wait_for(lambda: key in live.scheduler.state.running and live.scheduler.state.running[key].iterations_done > 20,
@@ -216,6 +218,111 @@ def test_preempted_training_resumes_from_its_checkpoint(make_live) -> None:
     job = live.store.job(row.id)
     assert job.preemptions == 1 and job.iterations_done >= 20
     assert live.scheduler.cancel(row.id).state == "cancelled"
+
+
+# A job that checkpoints on SIGTERM and resumes from its checkpoint; it logs each attempt's start and end, and at
+# its start which processes of earlier attempts of the job (wrappers and commands) are still alive.
+RESUMABLE = """
+import json, os, signal, sys, time
+import horus
+
+log_path, iterations = sys.argv[1], int(sys.argv[2])
+checkpoint = os.path.join(os.environ["HORUS_CHECKPOINT_DIR"], "iteration")
+attempt = int(os.environ["HORUS_ATTEMPT"])
+base = int(open(checkpoint).read()) if os.path.exists(checkpoint) else 0
+i = base
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def record(kind, **extra):
+    with open(log_path, "a") as fh:
+        fh.write(json.dumps({"kind": kind, "attempt": attempt, "pid": os.getpid(), "time": time.time(),
+                             "iteration": i, **extra}) + "\\n")
+
+
+def save():
+    with open(checkpoint + ".tmp", "w") as fh:
+        fh.write(str(i))
+    os.replace(checkpoint + ".tmp", checkpoint)
+
+
+def on_term(*_):
+    save()
+    record("stopped")
+    os._exit(0)
+
+
+signal.signal(signal.SIGTERM, on_term)
+earlier = [json.loads(line)["pid"] for line in open(log_path)] if os.path.exists(log_path) else []
+jobs = os.path.dirname(os.environ["HORUS_CHECKPOINT_DIR"])
+for k in range(1, attempt):
+    with open(os.path.join(jobs, str(k), "pid")) as fh:
+        earlier.append(int(fh.read().split()[0]))
+record("started", start_iteration=float(os.environ["HORUS_START_ITERATION"]),
+       earlier_alive=[pid for pid in earlier if alive(pid)])
+while i < iterations:
+    time.sleep(0.02)
+    i += 1
+    horus.report(i - base)
+save()
+record("finished")
+"""
+
+
+def test_tiresias_preempts_a_running_job_for_a_new_short_one(make_live, tmp_path: Path) -> None:
+    """The policy, not the test, preempts: a long job past Tiresias' first threshold yields its only GPU to a new
+    job, is requeued as preempted, and resumes as attempt 2 from its checkpoint once no process of attempt 1 is
+    alive."""
+    threshold_gpu_s, iterations = 0.5, 100
+    live = make_live("tiresias", gpus=1, policy_options={"thresholds": (threshold_gpu_s,), "tick_s": 0.1})
+    wait_for(lambda: live.scheduler.cluster.num_gpus == 1, what="the agent")
+    script, log = tmp_path / "resumable.py", tmp_path / "attempts.jsonl"
+    script.write_text(RESUMABLE)
+    long_job, _ = live.scheduler.submit(NewJob(model="a3c", batch_size=32, num_gpus=1, iterations=float(iterations),
+                                               command=[sys.executable, str(script), str(log), str(iterations)]))
+
+    def past_threshold() -> bool:
+        with live.scheduler.lock:
+            run = live.scheduler.state.running.get(long_job.job_id)
+            return run is not None and run.iterations_done >= 5 and run.attained(time.time()) > threshold_gpu_s
+
+    wait_for(past_threshold, timeout_s=30, interval_s=0.02, what="the long job to pass the first threshold")
+    assert live.store.job(long_job.id).attempt == 1
+    short, _ = live.scheduler.submit(NewJob(model="a3c", batch_size=32, num_gpus=1, iterations=1.0,
+                                            command=["sleep", "0.3"]))
+    wait_for(lambda: live.store.job(long_job.id).state in ("finished", "failed"), timeout_s=30, what="the long job")
+    job = live.store.job(long_job.id)
+    assert (job.state, job.exit_code, job.attempt, job.preemptions) == ("finished", 0, 2, 1)
+    events = live.store.events(long_job.id)
+    assert [e["kind"] for e in events] == ["submitted", "started", "requeued:preempted", "started", "finished"]
+    assert [e["attempt"] for e in events[1:4]] == [1, 1, 2]
+    short_events = {e["kind"]: e for e in live.store.events(short.id)}
+    assert live.store.job(short.id).state == "finished"
+    assert events[2]["time"] <= short_events["started"]["time"] <= short_events["finished"]["time"] <= \
+        events[3]["time"]  # the short job ran in between, on the GPU the long one gave up
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["kind"], r["attempt"]) for r in records] == [("started", 1), ("stopped", 1), ("started", 2),
+                                                             ("finished", 2)]
+    first, stopped, resumed, finished = records
+    checkpoint = stopped["iteration"]
+    assert first["iteration"] == 0 and 0 < checkpoint < iterations
+    assert resumed["iteration"] == checkpoint  # attempt 2 resumed from attempt 1's checkpoint
+    assert 0 < resumed["start_iteration"] <= checkpoint  # the server's count (last report) is not ahead of it
+    assert finished["iteration"] == iterations
+    # never twice at once: no process of attempt 1 was alive when attempt 2 started, and attempt 1's wrapper
+    # (which outlives its command) had ended before
+    assert resumed["earlier_alive"] == []
+    ended_1 = json.loads((live.root / "node0" / "jobs" / long_job.job_id / "1" / "exit.json").read_text())["ended"]
+    assert stopped["time"] <= ended_1 <= resumed["time"]
+    # reports count from the attempt's start and the server adds the start iteration it handed out
+    assert job.iterations_done == resumed["start_iteration"] + (iterations - checkpoint)
 
 
 def test_progress_survives_a_rebuild_without_double_counting(tmp_path: Path) -> None:
