@@ -180,8 +180,9 @@ def test_set_samples_average_and_an_identical_repeat_is_not_counted() -> None:
     state = make_state(iter_time={("a", "v100"): 0.5, ("b", "v100"): 0.5})
     obs = tracker(rescan_s=100.0, obs_sigma=0.1)
     pair_on_gpu0(state, obs, rate_a=1.0, rate_b=1.6)  # x = 0.5, 0.8
+    state.running["A1"].observed_rate = 1.0 + 1e-12
     state.now += 100.0
-    obs.observe(state)  # the rescan reads the same rates: nothing new
+    obs.observe(state)  # the rescan reads the same rates (up to float noise): nothing new
     assert obs.samples == 1 and obs.sets[("v100", (A, B))][1] == 1
     assert obs.residual[(B, "v100")][1] == 1
     state.running["A1"].observed_rate = 1.4  # x = 0.7
