@@ -90,3 +90,27 @@ def test_no_gpu_is_said_in_one_line_and_fake_gpus_have_no_telemetry() -> None:
         return
     assert reason and "\n" not in reason
     assert Telemetry(fake_gpus(1, "T4", "n")).sample({}) == ([], {})
+
+
+def test_an_exit_written_between_two_looks_is_not_reported_as_vanished(tmp_path: Path) -> None:
+    """The wrapper may write exit.json and exit between ``report``'s first look at it and its liveness check;
+    that attempt ended normally and must not be reported as vanished (the server would run it again)."""
+    from horus.agent.processes import Attempt
+
+    class FirstLookEarly(Attempt):
+        """Its first read of exit.json happens before the wrapper wrote it (the race, made deterministic)."""
+
+        looks = 0
+
+        def exit_status(self):  # type: ignore[no-untyped-def]
+            self.looks += 1
+            return None if self.looks == 1 else super().exit_status()
+
+    manager = ProcessManager(tmp_path / "w")
+    item = manager.launch("5", 1, [sys.executable, "-c", "pass"], {})
+    assert item.proc is not None and item.proc.wait(timeout=30) == 0
+    wait_for(lambda: item.exit_status() is not None, what="exit.json")
+    racing = FirstLookEarly(item.job_id, item.attempt, item.folder, proc=item.proc)
+    report = manager.report(racing)
+    assert racing.looks == 2 and report is not None
+    assert (report["status"], report["exit_code"]) == ("exited", 0)

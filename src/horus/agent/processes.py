@@ -154,9 +154,7 @@ class ProcessManager:
         iterations, rate = item.progress()
         status = item.exit_status()
         if status is not None:
-            code = int(status["exit_code"])
-            return {"job_id": item.job_id, "attempt": item.attempt, "status": "exited", "exit_code": code,
-                    "oom": code != 0 and item.ran_out_of_memory(), "iterations": iterations, "rate": rate}
+            return self._exited(item, status, iterations, rate)
         if item.pid() is not None:
             return {"job_id": item.job_id, "attempt": item.attempt, "status": "running", "iterations": iterations,
                     "rate": rate}
@@ -166,10 +164,20 @@ class ProcessManager:
             item.proc = None  # another wrapper owns this attempt; look again next time
             return None
         if (item.folder / "pid").exists() or item.proc is not None:
+            status = item.exit_status()  # the wrapper may have written it and exited since the first look
+            if status is not None:
+                return self._exited(item, status, iterations, rate)
             # vanished without recording an exit (SIGKILL, OOM killer)
             return {"job_id": item.job_id, "attempt": item.attempt, "status": "exited", "exit_code": None,
                     "iterations": iterations, "rate": rate}
         return None
+
+    @staticmethod
+    def _exited(item: Attempt, status: dict[str, Any], iterations: float | None,
+                rate: float | None) -> dict[str, Any]:
+        code = int(status["exit_code"])
+        return {"job_id": item.job_id, "attempt": item.attempt, "status": "exited", "exit_code": code,
+                "oom": code != 0 and item.ran_out_of_memory(), "iterations": iterations, "rate": rate}
 
     def reports(self) -> list[dict[str, Any]]:
         return [r for r in map(self.report, list(self.attempts.values())) if r is not None]
