@@ -278,6 +278,15 @@ def test_an_oracle_needs_truth_and_receives_it() -> None:
     SchedulerCore(state, ScriptPolicy(), RecordingExecutor(state), truth=truth)
 
 
+def test_truth_is_keyword_only_and_the_rest_may_be_named() -> None:
+    state = SchedulerState(make_cluster(), ConstPredictor())
+    oracle = OraclePolicy()
+    with pytest.raises(TypeError):
+        SchedulerCore(state, oracle, RecordingExecutor(state), object())  # type: ignore[misc]
+    core = SchedulerCore(state=state, policy=oracle, executor=RecordingExecutor(state), truth="t")
+    assert core.state is state and core.policy is oracle and oracle.truth == "t"
+
+
 # ---- property: check_start accepts exactly the documented starts ---------------------------------------
 REQUESTS = [None, "v100", "t4", "a100", "v100|t4", "t4|a100", "h100"]
 index = st.one_of(st.integers(-2, N + 1), st.integers(-2, N + 1).map(np.int64))
