@@ -439,3 +439,15 @@ def test_any_interleaving_of_reports_is_fenced(ops: list[tuple]) -> None:
                                       if (n := sum(m["state"] == s for m in model.values()))}
         finally:
             store.close()
+
+
+def test_report_values_are_keyword_only(store: Store) -> None:
+    """Attained service, iterations and the kind are never taken by position (they are easy to swap)."""
+    j = submitted(store)
+    store.start(j, [("a", 0)], 1.0)
+    with pytest.raises(TypeError):
+        store.requeue(j, 1, 2.0, 1.0, 10.0, "preempted")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        store.end(j, 1, 2.0, "finished", 1.0)  # type: ignore[misc]
+    assert row(store, j).state == "running"
+    assert store.end(job_id=j, attempt=1, now=2.0, state="finished", attained_gpu_s=1.0)
