@@ -214,18 +214,26 @@ def killed_by(output: str) -> str | None:
     return None
 
 
-def baseline(tree: Path, target: Target) -> float:
-    """Run the target's tests on the unmutated copy (they must pass); return the seconds it took."""
+def baseline(tree: Path, target: Target, tries: int = 2) -> float:
+    """Run the target's tests on the unmutated copy (they must pass; a flaky failure is retried); the seconds
+    the passing run took."""
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONDONTWRITEBYTECODE": "1"}
     where = subprocess.run([sys.executable, "-c", "import horus; print(horus.__file__)"], cwd=tree, env=env,
                            capture_output=True, text=True, check=True).stdout.strip()
     if not where.startswith(str(tree)):
         raise SystemExit(f"the copy's horus is shadowed by {where}; mutants would not be seen")
-    began = time.perf_counter()
-    done = subprocess.run(test_command(target.tests).split(), cwd=tree, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{target.name}: the tests fail on the unmutated code:\n{done.stdout[-3000:]}")
-    return time.perf_counter() - began
+    for attempt in range(1, tries + 1):
+        began = time.perf_counter()
+        done = subprocess.run(test_command(target.tests).split(), cwd=tree, env=env, capture_output=True, text=True)
+        if done.returncode == 0:
+            return time.perf_counter() - began
+        print(f"{target.name}: the tests fail on the unmutated code (try {attempt} of {tries}):\n"
+              f"{done.stdout[-2000:]}", file=sys.stderr)
+    raise BaselineFailed(done.stdout[-2000:])
+
+
+class BaselineFailed(RuntimeError):
+    """The target's tests fail without any mutant: its mutants cannot be judged."""
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -295,7 +303,11 @@ def main(argv: list[str] | None = None) -> int:
             source = (template / target.path).read_text()
             found = enumerate_mutants(template, target)
             reasons, chosen = classify(found, source, equivalents, args.sample, args.seed)
-            base_s = baseline(template, target)
+            try:
+                base_s = baseline(template, target)
+            except BaselineFailed as exc:
+                report[name] = {"path": target.path, "tests": target.tests, "baseline_failed": str(exc)}
+                continue
             timeout = args.timeout_factor * base_s + 30.0
             report[name] = {
                 "path": target.path, "tests": target.tests, "missing_tests": target.missing_tests,
@@ -326,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
                 elif outcome == "killed":
                     entry["killed_mutants"].append({**found, "killed_by": test})  # type: ignore[union-attr]
         for entry in report.values():
+            if "baseline_failed" in entry:
+                continue
             outcomes = entry["outcomes"]  # type: ignore[assignment]
             killed = int(outcomes.get("killed", 0))  # type: ignore[union-attr]
             survived = int(outcomes.get("survived", 0))  # type: ignore[union-attr]
@@ -348,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"{'module':<12} {'mutants':>7} {'run':>5} {'killed':>6} {'surv':>5} {'score':>6}  95% CI")
     for name, entry in report.items():
+        if "baseline_failed" in entry:
+            print(f"{name:<12} the tests fail without mutants: not measured")
+            continue
         ci = entry["score_ci95"]
         score = entry["score"]
         print(f"{name:<12} {entry['mutants']:>7} {entry['run']:>5} {entry['killed']:>6} {entry['survived']:>5} "
