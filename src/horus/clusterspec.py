@@ -29,7 +29,7 @@ class _Fields:
         self.source = source
         self.path = path
         if not isinstance(data, Mapping):
-            self.fail(path, f"expected a mapping, got {_show(data)}")
+            self.fail(path or "the document", f"expected a mapping, got {_show(data)}")
         unknown = sorted(str(k) for k in data if k not in allowed)
         if unknown:
             self.fail(f"{self._at(unknown[0])}", f"unknown key (allowed: {', '.join(sorted(allowed))})")

@@ -208,6 +208,17 @@ def _reject_constant(source: str) -> Any:
     return hook
 
 
+def _finite_float(source: str) -> Any:
+    def hook(literal: str) -> float:
+        value = float(literal)
+        if not math.isfinite(value):
+            raise HorusInputError(source, f"number {literal[:40]}{'...' if len(literal) > 40 else ''} is too large "
+                                          f"for a float; expected a finite number")
+        return value
+
+    return hook
+
+
 def check_depth(data: object, source: str, max_depth: int = MAX_DEPTH) -> None:
     """Fail when containers nest deeper than ``max_depth`` (iterative: no recursion limit involved)."""
     stack: list[tuple[object, int]] = [(data, 1)]
@@ -233,7 +244,8 @@ def load_json(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) ->
     if not text.strip():
         raise HorusInputError(source, f"empty file (expected {what})")
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates(source), parse_constant=_reject_constant(source))
+        data = json.loads(text, object_pairs_hook=_no_duplicates(source), parse_constant=_reject_constant(source),
+                          parse_float=_finite_float(source))
     except json.JSONDecodeError as exc:
         raise HorusInputError(source, f"line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg})") from None
     except RecursionError:
