@@ -225,6 +225,8 @@ def test_decode_text() -> None:
     assert info.value.message == "line 2: NUL byte; expected text"
     with pytest.raises(HorusInputError, match=r"^f: line 1: NUL byte"):
         decode_text(b"\x00", "f")
+    with pytest.raises(HorusInputError, match=r"^f: line 2: NUL byte"):  # a newline as the very first character
+        decode_text(b"\n\x00", "f")
 
 
 def test_read_text_returns_text_and_bytes(tmp_path: Path) -> None:
