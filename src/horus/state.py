@@ -88,7 +88,8 @@ class GPULoad:
 class SchedulerState:
     """Queue, running jobs and per-GPU predicted load of one cluster.
 
-    Backends call ``submit``, ``start``, ``finish``, ``requeue``; policies only read (and plan on
+    Backends call ``submit``, ``start``, ``finish``, ``requeue``, ``withdraw`` and ``enqueue``; each bumps
+    ``version``, so "nothing changed since" is one integer comparison. Policies only read (and plan on
     ``tentative()`` copies). ``predict`` caches predictions per (job type, GPU type).
     """
 
@@ -104,6 +105,7 @@ class SchedulerState:
         self.node_of_gpu = np.array([g.node for g in cluster.gpus], dtype=np.int64)
         self.gpu_type_names = np.array([g.gpu_type.name for g in cluster.gpus])
         self._pred_cache: dict[tuple[str, str], Prediction] = {}
+        self.version = 0  # bumped by every transition
 
     # ---- belief -------------------------------------------------------------------------
     def predict(self, spec: JobSpec, gpu_type: GPUType) -> Prediction:
@@ -121,6 +123,18 @@ class SchedulerState:
     # ---- transitions (backends only) ----------------------------------------------------
     def submit(self, spec: JobSpec, now: float) -> None:
         self.queue[spec.job_id] = QueuedJob(spec, queued_since=now)
+        self.version += 1
+
+    def withdraw(self, job_id: str) -> QueuedJob:
+        """A queued job leaves the queue without running (a start that failed, a cancel)."""
+        queued = self.queue.pop(job_id)
+        self.version += 1
+        return queued
+
+    def enqueue(self, job: QueuedJob) -> None:
+        """A withdrawn job comes back at the end of the queue (e.g. after its out-of-memory restart delay)."""
+        self.queue[job.spec.job_id] = job
+        self.version += 1
 
     def start(self, job_id: str, gpus: tuple[int, ...], now: float) -> RunningJob:
         queued = self.queue.pop(job_id)
@@ -128,11 +142,13 @@ class SchedulerState:
                          oom_failures=queued.oom_failures, preemptions=queued.preemptions)
         self.running[job_id] = run
         self._apply(run, +1)
+        self.version += 1
         return run
 
     def finish(self, job_id: str) -> RunningJob:
         run = self.running.pop(job_id)
         self._apply(run, -1)
+        self.version += 1
         return run
 
     def requeue(self, job_id: str, now: float, *, oom: bool = False) -> QueuedJob:
@@ -142,6 +158,7 @@ class SchedulerState:
         queued = QueuedJob(run.spec, queued_since=now, attained_gpu_s=run.attained(now),
                            oom_failures=run.oom_failures + int(oom), preemptions=run.preemptions + int(not oom))
         self.queue[job_id] = queued
+        self.version += 1
         return queued
 
     def _apply(self, run: RunningJob, sign: int) -> None:

@@ -73,12 +73,23 @@ class SchedulerCore:
         """False for a job that could never run on this cluster (more GPUs than it has of the requested type)."""
         return 1 <= spec.num_gpus <= self.eligible_gpus(spec.gpu_type_request)
 
+    # ---- when to ask the policy (every backend asks through these two calls) --------------------
+    def wants_step(self) -> bool:
+        """Whether ``schedule`` would ask the policy now: a job waits, or the policy acts on running jobs
+        (unpacking a co-location that loses, migrating to a GPU that went idle) and must be asked anyway."""
+        return bool(self.state.queue) or self.policy.acts_on_running
+
+    def next_wakeup(self, now: float) -> float | None:
+        """When the backend must call ``schedule`` again even if no event comes (the policy's tick), or None."""
+        tick = self.policy.tick_s
+        return now + tick if tick and self.wants_step() else None
+
     # ---- one decision step ---------------------------------------------------------------------
     def schedule(self, now: float) -> list[Action]:
         """Ask the policy what to do now, check every action and hand it to the executor, in order."""
         state = self.state
         state.now = now
-        if not state.queue and not self.policy.acts_on_running:  # nothing to start: the policy is not asked
+        if not self.wants_step():  # nothing to start: the policy is not asked
             self.last_started = 0
             return []
         began = time.perf_counter()

@@ -292,7 +292,8 @@ class Decider:
         try:
             actions = core.schedule(model.now)
         finally:
-            state.queue.pop(spec.job_id, None)
+            if spec.job_id in state.queue:  # not started: the probe leaves the state as it was
+                state.withdraw(spec.job_id)
         started = [a for a in actions if isinstance(a, Start) and a.job_id == spec.job_id]
         return tuple(started[0].gpus) if started else None
 

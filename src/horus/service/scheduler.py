@@ -166,6 +166,7 @@ class LiveScheduler:
             if row.state == "alive":  # a restarted server gives known agents one lease to report again
                 self.agents[row.name] = AgentInfo(row.name, row.seq, row.hostname, row.gpus, last_seen=now)
         self._register_models()
+        self.policy: Policy = POLICIES.create(policy, **self.policy_options)  # one object for the service's life
         self.rebuild()
 
     def _register_models(self) -> None:
@@ -176,7 +177,9 @@ class LiveScheduler:
 
     # ---- the in-memory view, rebuilt from the store ----------------------------------------------------
     def rebuild(self) -> None:
-        """Build cluster, state, policy and core afresh from the alive agents and the stored jobs."""
+        """Build cluster, state and core afresh from the alive agents and the stored jobs. The policy object is
+        kept (what it learned from telemetry survives a machine joining or leaving); policies never assume the
+        same state or cluster object between calls (``horus.policies.base``)."""
         with self.lock:
             previous = self.state.running if hasattr(self, "state") else {}
             telemetry = {k: (r.iterations_done, r.observed_rate) for k, r in previous.items()}
@@ -195,8 +198,7 @@ class LiveScheduler:
             self.gpu_map = gpu_map
             self.gpu_index = {key: g for g, key in enumerate(gpu_map)}
             self.state = SchedulerState(self.cluster, self.predictor)
-            self.policy: Policy = POLICIES.create(self.policy_name, **self.policy_options)
-            self.core = SchedulerCore(self.state, self.policy, self)
+            self.core = SchedulerCore(self.state, self.policy, self)  # the same policy: it keeps what it learned
             self.live = {}
             self.live_on = {}
             now = self.clock()
@@ -278,8 +280,8 @@ class LiveScheduler:
             if run is not None:
                 self.state.finish(key)
                 self._wake(self._pop_live(key))
-            else:
-                self.state.queue.pop(key, None)
+            elif key in self.state.queue:
+                self.state.withdraw(key)
             return self.store.job(job_id)
 
     # ---- Executor (called by SchedulerCore.schedule under the lock) ----------------------------------------
@@ -321,16 +323,17 @@ class LiveScheduler:
         with self.lock:
             now = self.clock()
             self._expire_agents(now)
-            if not self.state.queue or not self.cluster.num_gpus:
+            if not self.cluster.num_gpus or not self.core.wants_step():
                 return 0
             self.core.schedule(now)
             self.metrics.decision_s.observe(self.core.last_decision_s)
             return self.core.last_started
 
     def tick_s(self) -> float:
-        """How long the scheduling thread may sleep without an event."""
-        tick = self.policy.tick_s
-        return min(1.0, tick) if tick else 1.0
+        """How long the scheduling thread may sleep without an event (at most 1 s: agents' leases expire)."""
+        with self.lock:
+            wake = self.core.next_wakeup(0.0)
+        return min(1.0, wake) if wake is not None else 1.0
 
     def _expire_agents(self, now: float) -> None:
         lost = [a.name for a in self.agents.values() if now - a.last_seen > self.lease_s]
