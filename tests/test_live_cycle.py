@@ -179,3 +179,32 @@ def test_what_the_policy_learned_survives_a_machine_joining(tmp_path: Path) -> N
     assert third.job_id in scheduler.state.queue
     assert all(len(scheduler.state.residents[g]) == 1 for g in (0, 1))
     store.close()
+
+
+def test_every_transition_bumps_the_state_version() -> None:
+    state = SchedulerState(Cluster([Node("n0", preset("V100"), 2)]), AnalyticPredictor())
+    seen = [state.version]
+
+    def bumped() -> None:
+        assert state.version == seen[-1] + 1
+        seen.append(state.version)
+
+    state.submit(JobSpec("a", 0.0, 1, "a3c", 32, 10.0), 0.0)
+    bumped()
+    state.submit(JobSpec("b", 0.0, 1, "a3c", 32, 10.0), 0.0)
+    bumped()
+    state.start("a", (0,), 1.0)
+    bumped()
+    state.requeue("a", 2.0)
+    bumped()
+    queued = state.withdraw("b")
+    bumped()
+    state.enqueue(queued)
+    bumped()
+    assert list(state.queue) == ["a", "b"]
+    state.start("b", (1,), 3.0)
+    bumped()
+    state.finish("b")
+    bumped()
+    state.predict(JobSpec("c", 0.0, 1, "a3c", 32, 10.0), preset("V100"))  # reads do not
+    assert state.version == seen[-1]
