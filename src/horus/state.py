@@ -146,15 +146,19 @@ class SchedulerState:
         return run
 
     def finish(self, job_id: str) -> RunningJob:
+        run = self._stop(job_id)
+        self.version += 1
+        return run
+
+    def _stop(self, job_id: str) -> RunningJob:
         run = self.running.pop(job_id)
         self._apply(run, -1)
-        self.version += 1
         return run
 
     def requeue(self, job_id: str, now: float, *, oom: bool = False) -> QueuedJob:
         """Stop a running job and put it back in the queue (preemption or OOM failure), keeping the
         GPU-seconds it attained, this run included."""
-        run = self.finish(job_id)
+        run = self._stop(job_id)
         queued = QueuedJob(run.spec, queued_since=now, attained_gpu_s=run.attained(now),
                            oom_failures=run.oom_failures + int(oom), preemptions=run.preemptions + int(not oom))
         self.queue[job_id] = queued
