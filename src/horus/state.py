@@ -8,7 +8,7 @@ all GPUs at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,6 +24,7 @@ class QueuedJob:
     attained_gpu_s: float = 0.0  # GPU-seconds received so far (for LAS/Tiresias)
     oom_failures: int = 0  # times a start failed with out-of-memory (telemetry)
     preemptions: int = 0
+    entered: int = field(default=0, compare=False)  # the state's entry counter when it (re-)entered the queue
 
 
 @dataclass
@@ -106,6 +107,7 @@ class SchedulerState:
         self.gpu_type_names = np.array([g.gpu_type.name for g in cluster.gpus])
         self._pred_cache: dict[tuple[str, str], Prediction] = {}
         self.version = 0  # bumped by every transition
+        self.entries = 0  # queue entries so far (``QueuedJob.entered``: newer entries are larger)
 
     # ---- belief -------------------------------------------------------------------------
     def predict(self, spec: JobSpec, gpu_type: GPUType) -> Prediction:
@@ -122,8 +124,7 @@ class SchedulerState:
 
     # ---- transitions (backends only) ----------------------------------------------------
     def submit(self, spec: JobSpec, now: float) -> None:
-        self.queue[spec.job_id] = QueuedJob(spec, queued_since=now)
-        self.version += 1
+        self._enter(QueuedJob(spec, queued_since=now))
 
     def withdraw(self, job_id: str) -> QueuedJob:
         """A queued job leaves the queue without running (a start that failed, a cancel)."""
@@ -133,6 +134,11 @@ class SchedulerState:
 
     def enqueue(self, job: QueuedJob) -> None:
         """A withdrawn job comes back at the end of the queue (e.g. after its out-of-memory restart delay)."""
+        self._enter(job)
+
+    def _enter(self, job: QueuedJob) -> None:
+        self.entries += 1
+        job.entered = self.entries
         self.queue[job.spec.job_id] = job
         self.version += 1
 
@@ -161,8 +167,7 @@ class SchedulerState:
         run = self._stop(job_id)
         queued = QueuedJob(run.spec, queued_since=now, attained_gpu_s=run.attained(now),
                            oom_failures=run.oom_failures + int(oom), preemptions=run.preemptions + int(not oom))
-        self.queue[job_id] = queued
-        self.version += 1
+        self._enter(queued)
         return queued
 
     def _apply(self, run: RunningJob, sign: int) -> None:

@@ -209,6 +209,10 @@ class _Engine:
 
     def _schedule(self, now: float) -> None:
         self.core.schedule(now)
+        for job_id, reason in self.core.new_waits:  # the first reason each job had to wait
+            record = self.records[job_id]
+            if not record.wait_reason:
+                record.wait_reason, record.wait_reason_detail = reason.code, reason.message
         wake = self.core.next_wakeup(now)
         if wake is not None and not self.tick_pending and len(self.events):
             self.tick_pending = True
