@@ -13,6 +13,8 @@ code                           meaning                                          
 ``waiting-for-gpus``           fewer idle GPUs than it needs (an exclusive policy)        yes
 ``colocation-would-not-pay``   no idle GPUs; sharing a busy one is predicted not to pay   yes
 ``behind-jobs``                idle GPUs would fit it; the policy started others first    yes
+``node-unknown``               (extender) a node Horus has not seen yet                   yes
+``node-problem``               (extender) a node whose GPUs Horus cannot use              no
 =============================  =========================================================  ==========
 
 A policy may answer sharper with ``Policy.wait_reason`` (None: this generic answer); ``SchedulerCore``
@@ -37,8 +39,10 @@ NEEDS_EMPTY_GPU = "needs-empty-gpu"
 WAITING_FOR_GPUS = "waiting-for-gpus"
 COLOCATION_WOULD_NOT_PAY = "colocation-would-not-pay"
 BEHIND_JOBS = "behind-jobs"
+NODE_UNKNOWN = "node-unknown"  # the Kubernetes extender: a node it has not seen (yet)
+NODE_PROBLEM = "node-problem"  # the Kubernetes extender: a node it cannot use (its GPUs are not described)
 CODES = (GANG_TOO_LARGE, NO_GPU_OF_TYPE, MEMORY_DOES_NOT_FIT, NEEDS_EMPTY_GPU, WAITING_FOR_GPUS,
-         COLOCATION_WOULD_NOT_PAY, BEHIND_JOBS)
+         COLOCATION_WOULD_NOT_PAY, BEHIND_JOBS, NODE_UNKNOWN, NODE_PROBLEM)
 
 
 @dataclass(frozen=True)

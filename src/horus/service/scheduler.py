@@ -543,6 +543,12 @@ class LiveScheduler:
                                for a in sorted(self.agents.values(), key=lambda a: a.seq)],
                     "queued": len(self.state.queue), "running": len(self.state.running), "gpus": gpus}
 
+    def wait_reason(self, job_id: str) -> dict[str, object] | None:
+        """Why a queued job waits (``horus.reasons``: code, message, retryable); None if it is not queued."""
+        with self.lock:
+            reason = self.core.reason(job_id)
+            return None if reason is None else reason.as_dict()
+
     def telemetry(self, job_id: str) -> tuple[float, float] | None:
         """(iterations done, observed rate) of a running job, fresher than the store's copy."""
         with self.lock:
