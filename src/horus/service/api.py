@@ -15,9 +15,9 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Reques
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from horus import __version__
-from horus.errors import HorusInputError
+from horus.errors import HorusInputError, UnknownAgentError
 from horus.service.models_onnx import MAX_ONNX_BYTES, catalog_row_from_onnx, register_catalog_row
-from horus.service.scheduler import LiveScheduler, UnknownAgentError
+from horus.service.scheduler import LiveScheduler
 from horus.service.schemas import AgentRegister, Heartbeat, JobProgress, JobSubmit, job_view
 from horus.service.store import JOB_STATES, NewJob
 

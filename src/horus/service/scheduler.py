@@ -24,7 +24,7 @@ from typing import Any
 
 from horus.cluster import Cluster, GPUType, Node
 from horus.core import OracleNeedsTruthError, SchedulerCore
-from horus.errors import HorusInputError
+from horus.errors import HorusInputError, UnknownAgentError
 from horus.gpu_types import PRESETS, accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.plugins import load_all
@@ -40,10 +40,6 @@ log = logging.getLogger("horus.service")
 # predicted length, such as SJF, treat it as a long job).
 UNKNOWN_ITERATIONS = 1e6
 PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
-
-
-class UnknownAgentError(LookupError):
-    """A heartbeat from an agent the server does not consider alive: it must register again."""
 
 
 class ServicePredictor(Predictor):
