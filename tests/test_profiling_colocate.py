@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from horus.cli import main
-from horus.colocation.schema import COLOC_COLUMNS
+from horus.profiling.colocation_schema import COLOC_COLUMNS
 from horus.profiling.runner import _mark_set
 
 pytest.importorskip("torch")

@@ -51,15 +51,15 @@ def test_lower_bounds_and_goodput_hold_for_every_policy() -> None:
     from horus.plugins import load_all
     from horus.policies.base import POLICIES
     from horus.predict.analytic import AnalyticPredictor
-    from horus.sim.commands import _embedded
+    from horus.sim.world import embedded
     from horus.traces import load_trace, materialize
     from horus.traces.sampler import SAMPLERS
     from horus.truth.parametric import ParametricTruth
 
     load_all("horus.policies")
     truth = ParametricTruth()
-    cluster = load_cluster(_embedded("default_cluster.yaml"))
-    trace = load_trace(_embedded("default_trace.csv"), "horus")
+    cluster = load_cluster(embedded("default_cluster.yaml"))
+    trace = load_trace(embedded("default_trace.csv"), "horus")
     jobs = materialize(trace, truth, SAMPLERS.create("by-size-duration", seed=0), cluster.gpus[0].gpu_type, seed=0)
     jobs = jobs[:120]
     for name in ("fifo-exclusive", "horus", "tiresias"):

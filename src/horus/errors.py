@@ -18,3 +18,7 @@ class HorusInputError(Exception):
 
 class OracleAccessError(RuntimeError):
     """A non-oracle policy tried to read the simulator's ground truth."""
+
+
+class UnknownAgentError(LookupError):
+    """A heartbeat from an agent the server does not consider alive: it must register again."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from horus.errors import HorusInputError
+
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -34,3 +36,11 @@ class JobSpec:
 def job_type_key(model: str, batch_size: int) -> str:
     """Canonical job-type key, e.g. ``resnet50/b64``."""
     return f"{model}/b{batch_size}"
+
+
+def parse_job_type(job_type: str) -> tuple[str, int]:
+    """``'resnet50/b64'`` -> ``('resnet50', 64)``; HorusInputError otherwise."""
+    model, sep, batch = job_type.rpartition("/b")
+    if not sep or not model or not batch.isdigit():
+        raise HorusInputError("job type", f"expected '<model>/b<batch>', got {job_type!r}")
+    return model, int(batch)

@@ -8,7 +8,7 @@ all GPUs at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,6 +24,7 @@ class QueuedJob:
     attained_gpu_s: float = 0.0  # GPU-seconds received so far (for LAS/Tiresias)
     oom_failures: int = 0  # times a start failed with out-of-memory (telemetry)
     preemptions: int = 0
+    entered: int = field(default=0, compare=False)  # the state's entry counter when it (re-)entered the queue
 
 
 @dataclass
@@ -88,7 +89,8 @@ class GPULoad:
 class SchedulerState:
     """Queue, running jobs and per-GPU predicted load of one cluster.
 
-    Backends call ``submit``, ``start``, ``finish``, ``requeue``; policies only read (and plan on
+    Backends call ``submit``, ``start``, ``finish``, ``requeue``, ``withdraw`` and ``enqueue``; each bumps
+    ``version``, so "nothing changed since" is one integer comparison. Policies only read (and plan on
     ``tentative()`` copies). ``predict`` caches predictions per (job type, GPU type).
     """
 
@@ -104,6 +106,8 @@ class SchedulerState:
         self.node_of_gpu = np.array([g.node for g in cluster.gpus], dtype=np.int64)
         self.gpu_type_names = np.array([g.gpu_type.name for g in cluster.gpus])
         self._pred_cache: dict[tuple[str, str], Prediction] = {}
+        self.version = 0  # bumped by every transition
+        self.entries = 0  # queue entries so far (``QueuedJob.entered``: newer entries are larger)
 
     # ---- belief -------------------------------------------------------------------------
     def predict(self, spec: JobSpec, gpu_type: GPUType) -> Prediction:
@@ -120,7 +124,23 @@ class SchedulerState:
 
     # ---- transitions (backends only) ----------------------------------------------------
     def submit(self, spec: JobSpec, now: float) -> None:
-        self.queue[spec.job_id] = QueuedJob(spec, queued_since=now)
+        self._enter(QueuedJob(spec, queued_since=now))
+
+    def withdraw(self, job_id: str) -> QueuedJob:
+        """A queued job leaves the queue without running (a start that failed, a cancel)."""
+        queued = self.queue.pop(job_id)
+        self.version += 1
+        return queued
+
+    def enqueue(self, job: QueuedJob) -> None:
+        """A withdrawn job comes back at the end of the queue (e.g. after its out-of-memory restart delay)."""
+        self._enter(job)
+
+    def _enter(self, job: QueuedJob) -> None:
+        self.entries += 1
+        job.entered = self.entries
+        self.queue[job.spec.job_id] = job
+        self.version += 1
 
     def start(self, job_id: str, gpus: tuple[int, ...], now: float) -> RunningJob:
         queued = self.queue.pop(job_id)
@@ -128,9 +148,15 @@ class SchedulerState:
                          oom_failures=queued.oom_failures, preemptions=queued.preemptions)
         self.running[job_id] = run
         self._apply(run, +1)
+        self.version += 1
         return run
 
     def finish(self, job_id: str) -> RunningJob:
+        run = self._stop(job_id)
+        self.version += 1
+        return run
+
+    def _stop(self, job_id: str) -> RunningJob:
         run = self.running.pop(job_id)
         self._apply(run, -1)
         return run
@@ -138,10 +164,10 @@ class SchedulerState:
     def requeue(self, job_id: str, now: float, *, oom: bool = False) -> QueuedJob:
         """Stop a running job and put it back in the queue (preemption or OOM failure), keeping the
         GPU-seconds it attained, this run included."""
-        run = self.finish(job_id)
+        run = self._stop(job_id)
         queued = QueuedJob(run.spec, queued_since=now, attained_gpu_s=run.attained(now),
                            oom_failures=run.oom_failures + int(oom), preemptions=run.preemptions + int(not oom))
-        self.queue[job_id] = queued
+        self._enter(queued)
         return queued
 
     def _apply(self, run: RunningJob, sign: int) -> None:

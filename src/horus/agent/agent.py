@@ -54,7 +54,7 @@ class DirectLink:
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
                   gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        from horus.service.scheduler import UnknownAgentError
+        from horus.errors import UnknownAgentError
 
         try:
             return self.scheduler.heartbeat(name, reports, gpus)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from horus.colocation.schema import COLOC_COLUMNS
+from horus.profiling.colocation_schema import COLOC_COLUMNS
 from horus.errors import HorusInputError
 
 V100_FP32_PEAK_FLOPS = 15.7e12  # NVIDIA V100 SXM2 datasheet, single precision

@@ -16,7 +16,8 @@ from typing import Protocol
 from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Action, Policy, Preempt, Start
-from horus.state import SchedulerState
+from horus.reasons import WaitReason, explain
+from horus.state import QueuedJob, SchedulerState
 
 
 class InvalidActionError(RuntimeError):
@@ -58,6 +59,9 @@ class SchedulerCore:
         self._eligible: dict[str | None, int] = {}
         self.last_decision_s = 0.0
         self.last_started = 0
+        self._reasons: dict[str, tuple[QueuedJob, WaitReason, int]] = {}  # job -> (entry, reason, state version)
+        self._explained = 0  # queue entries up to this one have a reason
+        self.new_waits: list[tuple[str, WaitReason]] = []  # jobs the latest step left waiting for the first time
 
     # ---- admission -----------------------------------------------------------------------------
     def eligible_gpus(self, request: str | None) -> int:
@@ -73,12 +77,23 @@ class SchedulerCore:
         """False for a job that could never run on this cluster (more GPUs than it has of the requested type)."""
         return 1 <= spec.num_gpus <= self.eligible_gpus(spec.gpu_type_request)
 
+    # ---- when to ask the policy (every backend asks through these two calls) --------------------
+    def wants_step(self) -> bool:
+        """Whether ``schedule`` would ask the policy now: a job waits, or the policy acts on running jobs
+        (unpacking a co-location that loses, migrating to a GPU that went idle) and must be asked anyway."""
+        return bool(self.state.queue) or self.policy.acts_on_running
+
+    def next_wakeup(self, now: float) -> float | None:
+        """When the backend must call ``schedule`` again even if no event comes (the policy's tick), or None."""
+        tick = self.policy.tick_s
+        return now + tick if tick and self.wants_step() else None
+
     # ---- one decision step ---------------------------------------------------------------------
     def schedule(self, now: float) -> list[Action]:
         """Ask the policy what to do now, check every action and hand it to the executor, in order."""
         state = self.state
         state.now = now
-        if not state.queue and not self.policy.acts_on_running:  # nothing to start: the policy is not asked
+        if not self.wants_step():  # nothing to start: the policy is not asked
             self.last_started = 0
             return []
         began = time.perf_counter()
@@ -89,6 +104,7 @@ class SchedulerCore:
             if isinstance(action, Start):
                 spec, gpus = self.check_start(action)
                 self.executor.start(spec, gpus, now)
+                self._reasons.pop(spec.job_id, None)
                 started += 1
             elif isinstance(action, Preempt):
                 if action.job_id not in state.running:
@@ -98,7 +114,41 @@ class SchedulerCore:
             else:
                 raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")
         self.last_started = started
+        self._explain_new_entries()
         return actions
+
+    # ---- why jobs wait ----------------------------------------------------------------------------
+    def reason(self, job_id: str) -> WaitReason | None:
+        """Why the queued job ``job_id`` waits (recomputed when the state changed since), or None if not queued."""
+        job = self.state.queue.get(job_id)
+        if job is None:
+            return None
+        found = self._reasons.get(job_id)
+        if found is None or found[0] is not job or found[2] != self.state.version:
+            found = self._reasons[job_id] = (job, self._explain(job), self.state.version)
+        return found[1]
+
+    def _explain(self, job: QueuedJob) -> WaitReason:
+        state, policy = self.state, self.policy
+        return policy.wait_reason(job, state) or explain(
+            job, state, colocates=policy.may_share(job), max_residents=policy.max_residents,
+            ahead=lambda: policy.queue_position(job.spec.job_id, state))
+
+    def _explain_new_entries(self) -> None:
+        """Give every queue entry made since the last step its reason (cost: the new entries only)."""
+        state = self.state
+        fresh = []
+        for job in reversed(state.queue.values()):
+            if job.entered <= self._explained:
+                break
+            fresh.append(job)
+        self._explained = state.entries
+        self.new_waits = []
+        for job in reversed(fresh):
+            found = self._reasons[job.spec.job_id] = (job, self._explain(job), state.version)
+            self.new_waits.append((job.spec.job_id, found[1]))
+        if len(self._reasons) > 2 * len(state.queue) + 1024:  # entries of jobs that left the queue
+            self._reasons = {j: r for j, r in self._reasons.items() if state.queue.get(j) is r[0]}
 
     def check_start(self, action: Start) -> tuple[JobSpec, tuple[int, ...]]:
         """The queued job's spec and its GPUs, or InvalidActionError saying what the policy got wrong."""

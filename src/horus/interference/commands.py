@@ -146,7 +146,7 @@ def _run_protocol(name: str, index: int, count: int, data: dict[str, list], mode
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from horus.interference.data import parse_job_type
+    from horus.jobs import parse_job_type
     from horus.interference.persistence import load_model
 
     for job_type in args.job_types:

@@ -16,7 +16,7 @@ import numpy as np
 from horus.catalog import FEATURE_NAMES, model_info
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
-from horus.jobs import JobSpec
+from horus.jobs import JobSpec, parse_job_type
 from horus.predict.base import Predictor
 from horus.sources.gavel import GavelThroughputs
 
@@ -70,14 +70,6 @@ def gavel_observations(table: GavelThroughputs, *, drop_both_at_solo: bool = Fal
 def experiment_key(obs: Observation) -> tuple[str, ...]:
     """Key shared by every observation of one co-location experiment (the unordered set)."""
     return (obs.gpu, *sorted(obs.job_types))
-
-
-def parse_job_type(job_type: str) -> tuple[str, int]:
-    """``'resnet50/b64'`` -> ``('resnet50', 64)``; HorusInputError otherwise."""
-    model, sep, batch = job_type.rpartition("/b")
-    if not sep or not model or not batch.isdigit():
-        raise HorusInputError("job type", f"expected '<model>/b<batch>', got {job_type!r}")
-    return model, int(batch)
 
 
 def catalog_graph_features(job_type: str) -> dict[str, float]:

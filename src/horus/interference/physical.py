@@ -27,7 +27,8 @@ import numpy as np
 from horus.cluster import GPUType
 from horus.gpu_types import gpu_spec
 from horus.interference.base import INTERFERENCE_MODELS, InterferenceModel, clip_throughput
-from horus.interference.data import JobFeatures, Observation, gpu_type_of, parse_job_type
+from horus.interference.data import JobFeatures, Observation, gpu_type_of
+from horus.jobs import parse_job_type
 from horus.predict.physical import SMOOTH_MAX_POWER, PhysicalParams, estimate, shipped_params
 from horus.predict.workload import catalog_workload
 

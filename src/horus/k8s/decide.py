@@ -33,6 +33,14 @@ from horus.plugins import load_all
 from horus.policies.ordered import OrderedPolicy, Placement
 from horus.policies.base import POLICIES, Policy, Start
 from horus.policies.horus import HorusPolicy
+from horus.reasons import (
+    COLOCATION_WOULD_NOT_PAY,
+    GANG_TOO_LARGE,
+    NO_GPU_OF_TYPE,
+    NODE_PROBLEM,
+    NODE_UNKNOWN,
+    WAITING_FOR_GPUS,
+)
 from horus.state import QueuedJob
 
 
@@ -47,6 +55,8 @@ class NodeChoice:
 
 
 OK, UNKNOWN, PROBLEM, TOO_FEW, WRONG_TYPE, NO_FIT = range(6)  # per-node verdict codes
+# each failed verdict's code in the shared vocabulary of why a job waits (horus.reasons)
+REASON_CODE = {UNKNOWN: NODE_UNKNOWN, PROBLEM: NODE_PROBLEM, TOO_FEW: GANG_TOO_LARGE, WRONG_TYPE: NO_GPU_OF_TYPE}
 UNRESOLVABLE = (PROBLEM, TOO_FEW, WRONG_TYPE)  # preempting pods on the node would not help
 COST_PER_POINT = 0.1  # one score point per 0.1 of cost per worker (about 10 % predicted utilization)
 
@@ -80,15 +90,24 @@ class Verdicts:
     """The policy's answer for each requested node, as arrays aligned with ``names``."""
 
     def __init__(self, names: list[str], code: np.ndarray, cost: np.ndarray, gpus: np.ndarray, rows: np.ndarray,
-                 table: _NodeTable, spec: JobSpec, policy: str) -> None:
+                 table: _NodeTable, spec: JobSpec, policy: str, colocates: bool = True) -> None:
         self.names, self.code, self.cost, self.gpus = names, code, cost, gpus
         self._rows, self._table, self._spec, self._policy = rows, table, spec, policy
+        self._no_fit = COLOCATION_WOULD_NOT_PAY if colocates else WAITING_FOR_GPUS
         self.ok = code == OK
 
     def passed(self) -> list[str]:
         return [self.names[i] for i in np.flatnonzero(self.ok)]
 
+    def reason_code(self, i: int) -> str:
+        """Node ``i``'s failed verdict as a code of the shared vocabulary (``horus.reasons``)."""
+        return REASON_CODE.get(int(self.code[i]), self._no_fit)
+
     def reason(self, i: int) -> str:
+        """``[code] message`` for a failed node (kube-scheduler shows it in the pod's events)."""
+        return f"[{self.reason_code(i)}] {self._message(i)}"
+
+    def _message(self, i: int) -> str:
         code, spec = int(self.code[i]), self._spec
         if code == UNKNOWN:
             return "node not (yet) known to the Horus extender"
@@ -181,6 +200,7 @@ class Decider:
             raise HorusInputError("--policy", f"policy {policy!r} is an oracle (it reads a simulated truth); "
                                   f"it cannot schedule real pods")
         self.placement = placement_of(probe)
+        self.colocates = probe.colocates
         self.path = "placement" if self.placement is not None else "policy"
         self._cache_key: tuple[Any, ...] | None = None
         self._cache: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros((0, 1), dtype=np.int64))
@@ -220,7 +240,7 @@ class Decider:
             cost[candidates] = per_worker[sel]
             gpus[candidates] = order[sel]
             code[candidates[~np.isfinite(per_worker[sel])]] = NO_FIT
-        return Verdicts(names, code, cost, gpus, rows, table, spec, self.policy_name)
+        return Verdicts(names, code, cost, gpus, rows, table, spec, self.policy_name, self.colocates)
 
     def _table(self, model: ClusterModel) -> _NodeTable:
         if self._table_of != model.generation or self._node_table is None:
@@ -292,7 +312,8 @@ class Decider:
         try:
             actions = core.schedule(model.now)
         finally:
-            state.queue.pop(spec.job_id, None)
+            if spec.job_id in state.queue:  # not started: the probe leaves the state as it was
+                state.withdraw(spec.job_id)
         started = [a for a in actions if isinstance(a, Start) and a.job_id == spec.job_id]
         return tuple(started[0].gpus) if started else None
 

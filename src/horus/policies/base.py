@@ -17,8 +17,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from horus.reasons import WaitReason
 from horus.registry import Registry
-from horus.state import SchedulerState
+from horus.state import QueuedJob, SchedulerState
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ class Policy(ABC):
     # If True, backends ask ``schedule`` even when nothing is queued (policies that move running jobs:
     # unpacking a bad co-location, migrating to a GPU that became idle).
     acts_on_running: bool = False
+    # Whether it may share a GPU between jobs (a wait is then explained as "co-location would not pay"),
+    # and at most how many jobs it puts on one GPU (None: no fixed cap).
+    colocates: bool = False
+    max_residents: int | None = None
 
     @abstractmethod
     def schedule(self, state: SchedulerState) -> list[Action]:
@@ -52,6 +57,22 @@ class Policy(ABC):
     def bind_truth(self, truth: object) -> None:
         """Called by the backend only for ``is_oracle`` policies, before the first ``schedule``."""
         raise TypeError(f"policy {self.name!r} is not an oracle and must not receive the truth")
+
+    def may_share(self, job: QueuedJob) -> bool:
+        """Whether this job may join a GPU that has residents (default: ``colocates``)."""
+        return self.colocates
+
+    def wait_reason(self, job: QueuedJob, state: SchedulerState) -> WaitReason | None:
+        """Why ``job`` was not started on ``state``, where the policy can say better than the generic
+        ``horus.reasons.explain`` (None: use that)."""
+        return None
+
+    def queue_position(self, job_id: str, state: SchedulerState) -> int:
+        """How many queued jobs come before ``job_id`` in this policy's order (default: queue order)."""
+        for i, queued in enumerate(state.queue):
+            if queued == job_id:
+                return i
+        return len(state.queue)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "oracle": self.is_oracle}

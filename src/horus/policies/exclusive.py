@@ -19,6 +19,7 @@ class ExclusivePlacement(Placement):
     """
 
     name = "exclusive"
+    colocates = False  # only fractional jobs share, and only with each other
 
     def update(self, load: GPULoad, state: SchedulerState) -> None:
         self.idle = load.alloc_share <= EPS

@@ -81,6 +81,12 @@ class GandivaPolicy(Policy):
     """FIFO with backfill; pack single-GPU jobs two per GPU only under load; unpack pairs observed to lose
     throughput; migrate packed jobs to idle GPUs. See the module docstring."""
 
+    colocates = True
+
+    def may_share(self, job: QueuedJob) -> bool:
+        """Gandiva packs single-GPU jobs only, and never one that failed out of memory."""
+        return job.spec.num_gpus == 1 and job.oom_failures == 0
+
     acts_on_running = True
     tick_s = 60.0  # telemetry period: running jobs' rates are read at least this often (as ``horus``)
 

@@ -59,6 +59,7 @@ __all__ = ["GengPolicy", "ResidentTypes", "op_mix", "op_mix_similarity"]
 @POLICIES.register("geng")
 class GengPolicy(Policy):
     name = "geng"
+    colocates = True
 
     def __init__(self, *, model_dir: str | Path | None = None, model: InterferenceModel | None = None,
                  max_residents: int = 2, mem_margin: float = 0.05,

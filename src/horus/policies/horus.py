@@ -28,6 +28,8 @@ class HorusPolicy(Policy):
     rules out (fewer than k GPUs could take them) are not evaluated.
     """
 
+    colocates = True
+
     name = "horus-paper"
 
     def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, util_cap: float = 1.0,

@@ -121,6 +121,7 @@ class AdaptiveHorusPolicy(Policy):
         self.model_dir = interference_model
         self.prior_sigma = prior_sigma
         self.colocate = colocate and max_residents > 1
+        self.colocates = self.colocate
         self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
         self.tracker: ObservedThroughput | None = None
         self._predictor: object = None

@@ -268,6 +268,8 @@ def list_schedule(free: list[float], jobs: list[QueuedJob], durations: list[floa
 class TrueCompletionOracle(Policy):
     """Greedy co-location by the true change in summed completion time (reads the truth; see module doc)."""
 
+    colocates = True
+
     name = "oracle-truth"
     is_oracle = True
 

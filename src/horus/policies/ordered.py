@@ -147,6 +147,7 @@ class Placement(ABC):
     """
 
     name: str = "placement"
+    colocates: bool = True  # may put a job on a GPU that already has residents
 
     def begin(self, load: GPULoad, state: SchedulerState) -> None:
         if getattr(self, "idx", None) is None or self.idx.cluster is not state.cluster or getattr(self, "_seen", None) is not state:
@@ -347,6 +348,17 @@ class OrderedPolicy(Policy):
             possible[i + 1:] = placement.possible(jobs[i + 1:], load, state)
         self._remember(load, [], state)
         return actions
+
+    @property
+    def colocates(self) -> bool:  # type: ignore[override]
+        return self.placement.colocates
+
+    def queue_position(self, job_id: str, state: SchedulerState) -> int:
+        try:
+            ordered = self.order_rule.order(list(state.queue.values()), state)
+        except NotImplementedError:
+            return super().queue_position(job_id, state)
+        return next((i for i, job in enumerate(ordered) if job.spec.job_id == job_id), len(ordered))
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "oracle": self.is_oracle, "order": self.order_rule.name,

@@ -57,7 +57,7 @@ class Measurement:
 
 
 def gavel_measurements(path: Path) -> list[Measurement]:
-    from horus.interference.data import parse_job_type
+    from horus.jobs import parse_job_type
     from horus.sources.gavel import load_gavel
 
     out = []

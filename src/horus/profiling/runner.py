@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import horus
-from horus.colocation.schema import COLOC_COLUMNS
+from horus.profiling.colocation_schema import COLOC_COLUMNS
 from horus.profiling.barrier import FileBarrier
 from horus.profiling.campaign import Campaign, ColocEntry, JobConfig
 from horus.profiling.loop import LoopSettings, empty_row

@@ -46,9 +46,9 @@ def grid(policies: Sequence[str], traces: Sequence[str], seeds: Sequence[int], c
 
 def _resolve(name: str, default_file: str) -> Path:
     if name == DEFAULT:
-        from horus.sim.commands import _embedded
+        from horus.sim.world import embedded
 
-        return _embedded(default_file)
+        return embedded(default_file)
     return Path(name)
 
 
@@ -57,7 +57,7 @@ def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
     from horus.clusterspec import load_cluster
     from horus.plugins import load_all
     from horus.policies.base import POLICIES
-    from horus.sim.commands import build_predictor, build_truth
+    from horus.sim.world import build_predictor, build_truth
     from horus.sim.engine import SimConfig, simulate
     from horus.traces import load_openb_cluster, load_trace, materialize
     from horus.traces.sampler import SAMPLERS

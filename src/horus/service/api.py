@@ -15,9 +15,9 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Reques
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from horus import __version__
-from horus.errors import HorusInputError
+from horus.errors import HorusInputError, UnknownAgentError
 from horus.service.models_onnx import MAX_ONNX_BYTES, catalog_row_from_onnx, register_catalog_row
-from horus.service.scheduler import LiveScheduler, UnknownAgentError
+from horus.service.scheduler import LiveScheduler
 from horus.service.schemas import AgentRegister, Heartbeat, JobProgress, JobSubmit, job_view
 from horus.service.store import JOB_STATES, NewJob
 
@@ -95,7 +95,8 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             if s not in JOB_STATES:
                 raise HTTPException(422, f"state: expected one of {', '.join(JOB_STATES)}, got {s[:40]!r}")
         rows = scheduler.store.jobs(states=state, limit=limit, newest_first=True)
-        return {"jobs": [job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None)
+        return {"jobs": [job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None,
+                                  waiting=scheduler.wait_reason(r.job_id) if r.state == "queued" else None)
                          for r in rows], "counts": scheduler.store.counts()}
 
     @app.get("/v1/jobs/{job_id}", tags=["jobs"], dependencies=[Read])
@@ -104,7 +105,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
         return job_view(row, prediction=scheduler.prediction(row), telemetry=scheduler.telemetry(row.job_id),
-                        events=scheduler.store.events(job_id))
+                        events=scheduler.store.events(job_id), waiting=scheduler.wait_reason(row.job_id))
 
     @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"], dependencies=[Write])
     def cancel(job_id: JobId) -> dict[str, Any]:

@@ -238,6 +238,10 @@ def run_job(args: argparse.Namespace) -> int:
                 "reason"):
         if job.get(key) not in (None, [], {}):
             table.add_row(key, _fmt(job[key]))
+    waiting = job.get("waiting")
+    if waiting:
+        table.add_row("waiting", f"{waiting['code']}: {waiting['message']}"
+                                 + ("" if waiting.get("retryable", True) else " (will not start on this cluster)"))
     console.print(table)
     events = Table(title="events")
     for col in ("time", "kind", "attempt", "detail"):
@@ -308,8 +312,9 @@ def _jobs_table(jobs: list[dict[str, Any]], counts: dict[str, int]) -> Any:
         total = j.get("iterations")
         progress = f"{j['iterations_done']:.0f}" + (f"/{total:.0f}" if total else "")
         model = f"{j['model']}/b{j['batch_size']}" if j.get("model") else "-"
+        reason = (j.get("waiting") or {}).get("code") or j.get("reason") or ""  # why it waits, else why it ended
         table.add_row(j["id"], j["state"], model, str(j["num_gpus"]), placement, progress, _when(j["submitted"]),
-                      j.get("reason") or "")
+                      reason)
     return table
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from horus.cluster import Cluster, GPUType, Node
 from horus.core import OracleNeedsTruthError, SchedulerCore
-from horus.errors import HorusInputError
+from horus.errors import HorusInputError, UnknownAgentError
 from horus.gpu_types import PRESETS, accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.plugins import load_all
@@ -40,10 +40,6 @@ log = logging.getLogger("horus.service")
 # predicted length, such as SJF, treat it as a long job).
 UNKNOWN_ITERATIONS = 1e6
 PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
-
-
-class UnknownAgentError(LookupError):
-    """A heartbeat from an agent the server does not consider alive: it must register again."""
 
 
 class ServicePredictor(Predictor):
@@ -166,6 +162,7 @@ class LiveScheduler:
             if row.state == "alive":  # a restarted server gives known agents one lease to report again
                 self.agents[row.name] = AgentInfo(row.name, row.seq, row.hostname, row.gpus, last_seen=now)
         self._register_models()
+        self.policy: Policy = POLICIES.create(policy, **self.policy_options)  # one object for the service's life
         self.rebuild()
 
     def _register_models(self) -> None:
@@ -176,7 +173,9 @@ class LiveScheduler:
 
     # ---- the in-memory view, rebuilt from the store ----------------------------------------------------
     def rebuild(self) -> None:
-        """Build cluster, state, policy and core afresh from the alive agents and the stored jobs."""
+        """Build cluster, state and core afresh from the alive agents and the stored jobs. The policy object is
+        kept (what it learned from telemetry survives a machine joining or leaving); policies never assume the
+        same state or cluster object between calls (``horus.policies.base``)."""
         with self.lock:
             previous = self.state.running if hasattr(self, "state") else {}
             telemetry = {k: (r.iterations_done, r.observed_rate) for k, r in previous.items()}
@@ -195,8 +194,7 @@ class LiveScheduler:
             self.gpu_map = gpu_map
             self.gpu_index = {key: g for g, key in enumerate(gpu_map)}
             self.state = SchedulerState(self.cluster, self.predictor)
-            self.policy: Policy = POLICIES.create(self.policy_name, **self.policy_options)
-            self.core = SchedulerCore(self.state, self.policy, self)
+            self.core = SchedulerCore(self.state, self.policy, self)  # the same policy: it keeps what it learned
             self.live = {}
             self.live_on = {}
             now = self.clock()
@@ -278,8 +276,8 @@ class LiveScheduler:
             if run is not None:
                 self.state.finish(key)
                 self._wake(self._pop_live(key))
-            else:
-                self.state.queue.pop(key, None)
+            elif key in self.state.queue:
+                self.state.withdraw(key)
             return self.store.job(job_id)
 
     # ---- Executor (called by SchedulerCore.schedule under the lock) ----------------------------------------
@@ -321,16 +319,17 @@ class LiveScheduler:
         with self.lock:
             now = self.clock()
             self._expire_agents(now)
-            if not self.state.queue or not self.cluster.num_gpus:
+            if not self.cluster.num_gpus or not self.core.wants_step():
                 return 0
             self.core.schedule(now)
             self.metrics.decision_s.observe(self.core.last_decision_s)
             return self.core.last_started
 
     def tick_s(self) -> float:
-        """How long the scheduling thread may sleep without an event."""
-        tick = self.policy.tick_s
-        return min(1.0, tick) if tick else 1.0
+        """How long the scheduling thread may sleep without an event (at most 1 s: agents' leases expire)."""
+        with self.lock:
+            wake = self.core.next_wakeup(0.0)
+        return min(1.0, wake) if wake is not None else 1.0
 
     def _expire_agents(self, now: float) -> None:
         lost = [a.name for a in self.agents.values() if now - a.last_seen > self.lease_s]
@@ -539,6 +538,12 @@ class LiveScheduler:
                                 "last_seen_s_ago": round(max(0.0, self.clock() - a.last_seen), 3)}
                                for a in sorted(self.agents.values(), key=lambda a: a.seq)],
                     "queued": len(self.state.queue), "running": len(self.state.running), "gpus": gpus}
+
+    def wait_reason(self, job_id: str) -> dict[str, object] | None:
+        """Why a queued job waits (``horus.reasons``: code, message, retryable); None if it is not queued."""
+        with self.lock:
+            reason = self.core.reason(job_id)
+            return None if reason is None else reason.as_dict()
 
     def telemetry(self, job_id: str) -> tuple[float, float] | None:
         """(iterations done, observed rate) of a running job, fresher than the store's copy."""

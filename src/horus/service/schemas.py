@@ -121,8 +121,9 @@ class JobProgress(_Strict):
 
 def job_view(row: Any, *, prediction: dict[str, float] | None = None,
              telemetry: tuple[float, float] | None = None,
-             events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one."""
+             events: list[dict[str, Any]] | None = None, waiting: dict[str, object] | None = None) -> dict[str, Any]:
+    """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one,
+    ``waiting`` (why it waits: code, message, retryable) of a queued one."""
     view = {
         "id": row.job_id, "name": row.name, "state": row.state, "attempt": row.attempt,
         "model": row.model or None, "batch_size": row.batch_size, "num_gpus": row.num_gpus,
@@ -141,4 +142,6 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None,
         view["iterations_done"], view["observed_rate"] = telemetry
     if events is not None:
         view["events"] = events
+    if waiting is not None:
+        view["waiting"] = waiting
     return view

@@ -7,9 +7,10 @@ import json
 import math
 import sys
 from datetime import datetime, timezone
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from horus.sim.world import build_predictor, build_truth, embedded
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (summary key, column header, format)
@@ -70,49 +71,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_simulate)
-
-
-def _embedded(name: str) -> Path:
-    return Path(str(resources.files("horus.data").joinpath(name)))
-
-
-def build_truth(name: str, gavel: Path | None, cluster: Any, profiles: Path | None = None,
-                colocation: Path | None = None) -> Any:
-    from horus.errors import HorusInputError
-    from horus.plugins import load_all
-    from horus.truth.base import TRUTH_MODELS
-
-    load_all("horus.truth")
-    if name not in TRUTH_MODELS:
-        import horus.colocation.truth_measured  # noqa: F401  (registers "measured"; imported only when asked for)
-    if name not in TRUTH_MODELS:
-        raise HorusInputError("--truth", f"unknown truth model {name!r}; known: {', '.join(TRUTH_MODELS.names())}")
-    if name == "gavel":
-        if gavel is None:
-            raise HorusInputError("--truth gavel", "needs --gavel PATH to Gavel's simulation_throughputs.json")
-        from horus.truth.gavel_pairs import GAVEL_GPU_KEYS
-
-        keys = sorted({GAVEL_GPU_KEYS[t.name] for t in cluster.gpu_types() if t.name in GAVEL_GPU_KEYS} or {"v100"})
-        return TRUTH_MODELS.create(name, path=gavel, gpus=keys)
-    if name == "measured":
-        if profiles is None:
-            raise HorusInputError("--truth measured", "needs --profiles FILE (and optionally --colocation FILE), "
-                                                      "the tables written by horus profile / horus profile colocate")
-        return TRUTH_MODELS.create(name, solo_path=profiles, coloc_path=colocation)
-    return TRUTH_MODELS.create(name)
-
-
-def build_predictor(name: str, directory: Path | None) -> Any:
-    from horus.errors import HorusInputError
-    from horus.plugins import load_all
-    from horus.predict.base import PREDICTORS
-
-    load_all("horus.predict")
-    if name not in PREDICTORS:
-        import horus.learn.predictor  # noqa: F401  (registers "learned"; imports scikit-learn, so only when asked for)
-    if name not in PREDICTORS:
-        raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
-    return PREDICTORS.create(name, path=directory) if directory is not None else PREDICTORS.create(name)
 
 
 def format_table(summary: dict[str, dict[str, float]]) -> str:
@@ -211,12 +169,12 @@ def run_simulate(args: argparse.Namespace) -> int:
     from horus.validation import OutputDir
 
     _check_options(args)
-    trace_path = args.trace or _embedded("default_trace.csv")
+    trace_path = args.trace or embedded("default_trace.csv")
     fmt = args.fmt or "horus"
     if args.cluster is None:
         if fmt == "openb":
             raise HorusInputError("--cluster", "--format openb needs --cluster with the openb node CSV or a cluster YAML")
-        cluster = load_cluster(_embedded("default_cluster.yaml"))
+        cluster = load_cluster(embedded("default_cluster.yaml"))
     elif args.cluster.suffix.lower() == ".csv":
         cluster = load_openb_cluster(args.cluster)
     else:
@@ -264,7 +222,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         "command": ["horus", *sys.argv[1:]],
         "trace": {"path": str(trace_path), "format": fmt, "sha256": trace.sha256, "jobs": len(jobs),
                   "skipped": getattr(trace, "skipped", {}), "rejected_too_large": rejected},
-        "cluster_spec": str(args.cluster or _embedded("default_cluster.yaml")),
+        "cluster_spec": str(args.cluster or embedded("default_cluster.yaml")),
         "sampler": sampler.describe(),
         "seed": args.seed,
     }

@@ -200,7 +200,7 @@ class _Engine:
     def _on_oom_restart(self, event: OOMRestart, now: float) -> bool:
         queued = self.oom_waiting.pop(event.job_id)
         queued.queued_since = now
-        self.state.queue[event.job_id] = queued
+        self.state.enqueue(queued)
         return True
 
     def _on_tick(self, event: Tick, now: float) -> bool:
@@ -209,10 +209,14 @@ class _Engine:
 
     def _schedule(self, now: float) -> None:
         self.core.schedule(now)
-        tick = self.policy.tick_s
-        if tick and (self.state.queue or self.policy.acts_on_running) and not self.tick_pending and len(self.events):
+        for job_id, reason in self.core.new_waits:  # the first reason each job had to wait
+            record = self.records[job_id]
+            if not record.wait_reason:
+                record.wait_reason, record.wait_reason_detail = reason.code, reason.message
+        wake = self.core.next_wakeup(now)
+        if wake is not None and not self.tick_pending and len(self.events):
             self.tick_pending = True
-            self.events.push(now + tick, Tick())
+            self.events.push(wake, Tick())
 
     # ---- Executor: carry out checked actions -----------------------------------------------------
     def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
@@ -249,7 +253,7 @@ class _Engine:
 
     def _oom(self, job_id: str, record: JobRecord, now: float) -> None:
         """The new job does not fit in true memory: it crashes at once; co-runners are unaffected."""
-        queued = self.state.queue.pop(job_id)
+        queued = self.state.withdraw(job_id)
         queued.oom_failures += 1
         record.oom_failures = queued.oom_failures
         if queued.oom_failures > self.config.max_oom_retries:

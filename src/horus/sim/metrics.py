@@ -18,7 +18,7 @@ from horus.jobs import JobSpec
 
 JOB_COLUMNS: tuple[str, ...] = (
     "job_id", "job_type", "num_gpus", "submit", "first_start", "end", "jct", "wait", "slowdown", "colocated",
-    "oom_failures", "preemptions", "status", "iterations", "iterations_done",
+    "oom_failures", "preemptions", "status", "iterations", "iterations_done", "wait_reason", "wait_reason_detail",
 )
 GPU_COLUMNS: tuple[str, ...] = ("gpu", "node", "type", "allocated_s", "kernel_busy_s", "util_integral", "mem_integral",
                                 "mean_util", "mean_busy")
@@ -39,6 +39,8 @@ class JobRecord:
     oom_failures: int = 0
     preemptions: int = 0
     status: str = "unfinished"  # completed | failed | rejected | unfinished
+    wait_reason: str = ""  # why it first had to wait (horus.reasons code; "" if it started at once)
+    wait_reason_detail: str = ""
 
 
 BusyPart = tuple[float, float]  # (kernel-busy share of one resident, time from which it counts)
@@ -176,7 +178,8 @@ def job_frame(records: list[JobRecord]) -> pd.DataFrame:
         rows.append((
             s.job_id, s.job_type, s.num_gpus, s.submit_time, r.first_start, r.end, jct,
             r.first_start - s.submit_time, r.slowdown_integral / r.progress_s if r.progress_s > 0 else math.nan,
-            r.colocated, r.oom_failures, r.preemptions, r.status, s.iterations, r.iterations_done,
+            r.colocated, r.oom_failures, r.preemptions, r.status, s.iterations, r.iterations_done, r.wait_reason,
+            r.wait_reason_detail,
         ))
     return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
 

@@ -222,7 +222,7 @@ class RayBackend:
                 self.register(node)
         self.poll()
         self._expire_idle(time.time())
-        from horus.service.scheduler import UnknownAgentError
+        from horus.errors import UnknownAgentError
 
         for agent, node in list(self.nodes.items()):
             reports, telemetry = self.reports_of(agent)

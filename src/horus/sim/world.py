@@ -1,0 +1,52 @@
+"""The simulated world by name: the embedded default files, truth models and predictors (``horus simulate`` and
+``horus sweep`` build theirs here)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+
+def embedded(name: str) -> Path:
+    """Path of a file shipped in ``horus/data`` (the default trace and cluster)."""
+    return Path(str(resources.files("horus.data").joinpath(name)))
+
+
+def build_truth(name: str, gavel: Path | None, cluster: Any, profiles: Path | None = None,
+                colocation: Path | None = None) -> Any:
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.truth.base import TRUTH_MODELS
+
+    load_all("horus.truth")
+    if name not in TRUTH_MODELS:
+        import horus.colocation.truth_measured  # noqa: F401  (registers "measured"; imported only when asked for)
+    if name not in TRUTH_MODELS:
+        raise HorusInputError("--truth", f"unknown truth model {name!r}; known: {', '.join(TRUTH_MODELS.names())}")
+    if name == "gavel":
+        if gavel is None:
+            raise HorusInputError("--truth gavel", "needs --gavel PATH to Gavel's simulation_throughputs.json")
+        from horus.truth.gavel_pairs import GAVEL_GPU_KEYS
+
+        keys = sorted({GAVEL_GPU_KEYS[t.name] for t in cluster.gpu_types() if t.name in GAVEL_GPU_KEYS} or {"v100"})
+        return TRUTH_MODELS.create(name, path=gavel, gpus=keys)
+    if name == "measured":
+        if profiles is None:
+            raise HorusInputError("--truth measured", "needs --profiles FILE (and optionally --colocation FILE), "
+                                                      "the tables written by horus profile / horus profile colocate")
+        return TRUTH_MODELS.create(name, solo_path=profiles, coloc_path=colocation)
+    return TRUTH_MODELS.create(name)
+
+
+def build_predictor(name: str, directory: Path | None) -> Any:
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.predict.base import PREDICTORS
+
+    load_all("horus.predict")
+    if name not in PREDICTORS:
+        import horus.learn.predictor  # noqa: F401  (registers "learned"; imports scikit-learn, so only when asked for)
+    if name not in PREDICTORS:
+        raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
+    return PREDICTORS.create(name, path=directory) if directory is not None else PREDICTORS.create(name)
