@@ -88,16 +88,18 @@ def test_each_verdict_has_its_reason_and_resolvability() -> None:
     verdicts = Decider("horus-paper").evaluate(model, pending(2, gpu_type="V100"), ["a", "b", "t4", "cpu", "ghost"])
     assert verdicts.passed() == ["b"]
     a, b, t4, cpu, ghost = verdicts.values()
-    assert a == NodeChoice(None, math.inf, "Horus policy 'horus-paper': no 2 GPU(s) here fit the pod's predicted load",
-                           False)
+    assert a == NodeChoice(None, math.inf, "[colocation-would-not-pay] Horus policy 'horus-paper': no 2 GPU(s) here "
+                                           "fit the pod's predicted load", False)
     assert b.gpus == (0, 2) and b.reason == "" and not b.unresolvable and math.isfinite(b.cost)
-    assert t4 == NodeChoice(None, math.inf, "Horus: GPU type T4 not in the pod's request 'V100'", True)
-    assert cpu.gpus is None and cpu.unresolvable and cpu.reason == f"Horus: {model.nodes['cpu'].problem}"
+    assert t4 == NodeChoice(None, math.inf, "[no-gpu-of-type] Horus: GPU type T4 not in the pod's request 'V100'", True)
+    assert cpu.gpus is None and cpu.unresolvable
+    assert cpu.reason == f"[node-problem] Horus: {model.nodes['cpu'].problem}"
     assert "no GPUs" in cpu.reason
-    assert ghost == NodeChoice(None, math.inf, "node not (yet) known to the Horus extender", False)
+    assert ghost == NodeChoice(None, math.inf, "[node-unknown] node not (yet) known to the Horus extender", False)
     four = Decider("horus-paper").evaluate(model, pending(4), ["a", "t4", "cpu", "ghost"])
-    assert four["a"] == NodeChoice(None, math.inf, "Horus: node has 2 GPUs, pod needs 4 on one node", True)
-    assert four["t4"].reason == "Horus: node has 2 GPUs, pod needs 4 on one node"
+    too_few = "[gang-too-large] Horus: node has 2 GPUs, pod needs 4 on one node"
+    assert four["a"] == NodeChoice(None, math.inf, too_few, True)
+    assert four["t4"].reason == too_few
     assert four["cpu"].reason == cpu.reason and four["ghost"].reason == ghost.reason  # the first problem is named
 
 
@@ -107,17 +109,18 @@ def test_failed_splits_nodes_by_whether_preemption_would_help() -> None:
                                                                                           "t4"])
     assert verdicts.passed() == ["t4"]
     failed, unresolvable = verdicts.failed()
-    no_fit = "Horus policy 'fifo-exclusive': no 1 GPU(s) here fit the pod's predicted load"
-    assert failed == {"ghost": "node not (yet) known to the Horus extender", "a": no_fit, "b": no_fit}
+    no_fit = "[waiting-for-gpus] Horus policy 'fifo-exclusive': no 1 GPU(s) here fit the pod's predicted load"
+    unknown = "[node-unknown] node not (yet) known to the Horus extender"
+    assert failed == {"ghost": unknown, "a": no_fit, "b": no_fit}
     assert list(unresolvable) == ["cpu"]
     wrong = Decider("fifo-exclusive").evaluate(model, pending(1, gpu_type="T4"), ["a", "t4", "b"])
     failed, unresolvable = wrong.failed()
     assert failed == {} and wrong.passed() == ["t4"]
-    assert unresolvable == {n: f"Horus: GPU type V100 not in the pod's request 'T4'" for n in ("a", "b")}
+    assert unresolvable == {n: "[no-gpu-of-type] Horus: GPU type V100 not in the pod's request 'T4'" for n in ("a", "b")}
     nothing = Decider("fifo-exclusive").evaluate(model, pending(1), ["t4"])
     assert nothing.failed() == ({}, {})
     no_fit_first = Decider("fifo-exclusive").evaluate(model, pending(1), ["a", "ghost", "cpu"])
-    assert no_fit_first.failed() == ({"a": no_fit, "ghost": "node not (yet) known to the Horus extender"},
+    assert no_fit_first.failed() == ({"a": no_fit, "ghost": unknown},
                                      {"cpu": no_fit_first["cpu"].reason})
 
 
@@ -185,7 +188,7 @@ def test_full_cluster_is_no_fit_everywhere() -> None:
 
 def test_node_set_change_rebuilds_the_table() -> None:
     decider = Decider("horus-paper")
-    assert decider.evaluate(world(), pending(1), ["z"])["z"].reason.startswith("node not (yet) known")
+    assert decider.evaluate(world(), pending(1), ["z"])["z"].reason.startswith("[node-unknown] node not (yet) known")
     bigger = ClusterModel([gpu_node("z", 2)], [], PREDICTOR)
     assert decider.evaluate(bigger, pending(1), ["z"]).passed() == ["z"]
     assert decider.evaluate(bigger, pending(2), ["z"])["z"].gpus == (0, 1)  # the pod takes the whole largest node

@@ -3,15 +3,17 @@
 Two ways to ask the policy, both its own logic (nothing re-implemented here):
 
 * **placement path** (policies whose decision for one job is their ``Placement``'s ``evaluate``:
-  ``horus``, ``sjf-horus``, ``fifo-exclusive``, ``gandiva-greedy``, ``tiresias``...): one vectorised
+  ``horus-paper``, ``sjf-horus``, ``fifo-exclusive``, ``gandiva-greedy``, ``tiresias``...): one vectorised
   ``placement.cost_per_gpu`` over every GPU, then on each node the ``k`` cheapest feasible GPUs, which is
   what ``select_gpus`` picks on a cost restricted to that node. Cost: microseconds per node.
-* **policy path** (any other policy, e.g. ``horus-iasp``, ``geng``, ``gandiva``): the policy's ``schedule`` on a
+* **policy path** (any other policy, e.g. the adaptive ``horus``, ``horus-iasp``, ``geng``, ``gandiva``): the
+  policy's ``schedule`` on a
   one-node state per candidate node (feasibility), and once on the feasible nodes together (the node it
   picks scores 10, the others 5). Cost: one policy call per node (see benchmarks/k8s_extender.py).
 
 The decision at bind time is always ``SchedulerCore(one-node state, policy, executor).schedule(now)``:
 the same core every backend uses, on the node kube-scheduler chose, after the pods already bound there.
+A failed node's message starts with its code in the shared vocabulary of why a job waits (``horus.reasons``).
 """
 
 from __future__ import annotations
