@@ -7,9 +7,8 @@ Two ways to ask the policy, both its own logic (nothing re-implemented here):
   ``placement.cost_per_gpu`` over every GPU, then on each node the ``k`` cheapest feasible GPUs, which is
   what ``select_gpus`` picks on a cost restricted to that node. Cost: microseconds per node.
 * **policy path** (any other policy, e.g. the adaptive ``horus``, ``horus-iasp``, ``geng``, ``gandiva``): the
-  policy's ``schedule`` on a
-  one-node state per candidate node (feasibility), and once on the feasible nodes together (the node it
-  picks scores 10, the others 5). Cost: one policy call per node (see benchmarks/k8s_extender.py).
+  policy's ``schedule`` on a one-node state per candidate node (feasibility), and once on the feasible nodes
+  together (the node it picks scores 10, the others 5). Cost: one policy call per node (see benchmarks/k8s_extender.py).
 
 The decision at bind time is always ``SchedulerCore(one-node state, policy, executor).schedule(now)``:
 the same core every backend uses, on the node kube-scheduler chose, after the pods already bound there.
