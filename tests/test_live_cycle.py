@@ -22,7 +22,7 @@ from horus.cluster import Cluster, Node
 from horus.gpu_types import preset
 from horus.jobs import JobSpec
 from horus.plugins import load_all
-from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
+from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.predict.analytic import AnalyticPredictor
 from horus.service.scheduler import LiveScheduler
 from horus.service.store import NewJob, Store

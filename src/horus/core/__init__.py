@@ -5,6 +5,6 @@ events that change the state, and an ``Executor`` that carries out ``Start``/``P
 decision step itself is ``SchedulerCore.schedule`` (docs/architecture.md).
 """
 
-from horus.core.scheduler import Executor, InvalidActionError, OracleNeedsTruthError, SchedulerCore
+from horus.core.scheduler import Executor, InvalidActionError, OracleNeedsTruthError, SchedulerCore, create_policy
 
-__all__ = ["Executor", "InvalidActionError", "OracleNeedsTruthError", "SchedulerCore"]
+__all__ = ["Executor", "InvalidActionError", "OracleNeedsTruthError", "SchedulerCore", "create_policy"]

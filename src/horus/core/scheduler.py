@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import operator
 import time
+from collections.abc import Mapping
 from typing import Protocol
 
+from horus.errors import HorusInputError
 from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
-from horus.policies.base import Action, Policy, Preempt, Start
+from horus.plugins import load_all
+from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
 from horus.reasons import WaitReason, explain
 from horus.state import QueuedJob, SchedulerState
 
@@ -24,8 +27,26 @@ class InvalidActionError(RuntimeError):
     """A policy returned an action the backend cannot carry out (a policy bug)."""
 
 
-class OracleNeedsTruthError(ValueError):
+class OracleNeedsTruthError(HorusInputError):
     """An oracle policy was asked to run where no truth exists (every live backend)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__("--policy", f"policy {name!r} is an oracle: it reads the simulated world's truth, which only "
+                                     f"the simulator has; choose another policy to run real jobs")
+
+
+def create_policy(name: str, options: Mapping[str, object] | None = None, *, has_truth: bool = False) -> Policy:
+    """The registered policy ``name`` for a backend: the one check every backend makes before it schedules.
+
+    HorusInputError (naming ``--policy``) for an unknown name; OracleNeedsTruthError for an oracle where the
+    backend has no truth (the live service, the Kubernetes extender)."""
+    load_all("horus.policies")
+    if name not in POLICIES:
+        raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
+    policy = POLICIES.create(name, **dict(options or {}))
+    if policy.is_oracle and not has_truth:
+        raise OracleNeedsTruthError(name)
+    return policy
 
 
 class Executor(Protocol):
@@ -49,9 +70,7 @@ class SchedulerCore:
                  truth: object | None = None) -> None:
         if policy.is_oracle:
             if truth is None:
-                raise OracleNeedsTruthError(
-                    f"policy {policy.name!r} is an oracle: it reads the simulated world's truth, which only the "
-                    f"simulator has; choose another policy to run real jobs")
+                raise OracleNeedsTruthError(policy.name)
             policy.bind_truth(truth)
         self.state = state
         self.policy = policy

@@ -24,13 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from horus.core.scheduler import Executor, SchedulerCore
-from horus.errors import HorusInputError
+from horus.core.scheduler import Executor, SchedulerCore, create_policy
 from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.k8s.model import ClusterModel
 from horus.k8s.protocol import MAX_SCORE, MIN_SCORE
-from horus.plugins import load_all
 from horus.policies.ordered import OrderedPolicy, Placement
 from horus.policies.base import POLICIES, Policy, Start
 from horus.policies.horus import HorusPolicy
@@ -191,15 +189,9 @@ class Decider:
     """A registered policy (default ``horus``) asked about one pending pod at a time."""
 
     def __init__(self, policy: str = "horus-paper", policy_args: dict[str, Any] | None = None) -> None:
-        load_all("horus.policies")
-        if policy not in POLICIES:
-            raise HorusInputError("--policy", f"unknown policy {policy!r}; known: {', '.join(POLICIES.names())}")
+        probe = create_policy(policy, policy_args)  # unknown names and oracles are refused here
         self.policy_name = policy
         self.policy_args = dict(policy_args or {})
-        probe = self.new_policy()
-        if probe.is_oracle:
-            raise HorusInputError("--policy", f"policy {policy!r} is an oracle (it reads a simulated truth); "
-                                  f"it cannot schedule real pods")
         self.placement = placement_of(probe)
         self.colocates = probe.colocates
         self.path = "placement" if self.placement is not None else "policy"

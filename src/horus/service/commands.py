@@ -126,12 +126,7 @@ def run_serve(args: argparse.Namespace) -> int:
                          lease_s=args.lease_s, grace_s=args.grace_s, mps=args.mps, log_level=args.log_level,
                          backend=args.backend, ray_address=args.ray_address)
     _check_gpu_type(args.gpu_type)
-    from horus.core import OracleNeedsTruthError
-
-    try:
-        return serve(config)
-    except OracleNeedsTruthError as exc:
-        raise HorusInputError("--policy", str(exc)) from None
+    return serve(config)
 
 
 def _check_gpu_type(name: str) -> None:

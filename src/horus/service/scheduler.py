@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from horus.cluster import Cluster, GPUType, Node
-from horus.core import OracleNeedsTruthError, SchedulerCore
+from horus.core import SchedulerCore, create_policy
 from horus.errors import HorusInputError, UnknownAgentError
 from horus.gpu_types import PRESETS, accepted_gpu_types
 from horus.jobs import JobSpec
-from horus.plugins import load_all
-from horus.policies.base import POLICIES, Policy
+from horus.policies.base import Policy
 from horus.predict.base import Prediction, Predictor
 from horus.service.metrics import ServiceMetrics
 from horus.service.store import FINAL_STATES, AgentRow, JobRow, NewJob, Store
@@ -86,12 +85,7 @@ def gpu_type_of(desc: Mapping[str, Any]) -> GPUType:
 
 def check_policy(name: str, options: Mapping[str, object] | None = None) -> None:
     """HorusInputError for an unknown policy; OracleNeedsTruthError for one that needs the simulator's truth."""
-    load_all("horus.policies")
-    if name not in POLICIES:
-        raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
-    if POLICIES.create(name, **dict(options or {})).is_oracle:
-        raise OracleNeedsTruthError(f"policy {name!r} is an oracle: it reads the simulated world's truth, which "
-                                    f"only the simulator has; choose another policy to run real jobs")
+    create_policy(name, options)
 
 
 @dataclass
@@ -138,7 +132,6 @@ class LiveScheduler:
                  policy_options: Mapping[str, object] | None = None, lease_s: float = 10.0,
                  max_oom_retries: int = 3, max_lost_runs: int = 3, server_url: str = "", job_secret: bytes = b"",
                  metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time) -> None:
-        check_policy(policy, policy_options)
         self.store = store
         self.predictor = ServicePredictor(predictor)
         self.policy_name = policy
@@ -162,7 +155,7 @@ class LiveScheduler:
             if row.state == "alive":  # a restarted server gives known agents one lease to report again
                 self.agents[row.name] = AgentInfo(row.name, row.seq, row.hostname, row.gpus, last_seen=now)
         self._register_models()
-        self.policy: Policy = POLICIES.create(policy, **self.policy_options)  # one object for the service's life
+        self.policy: Policy = create_policy(policy, self.policy_options)  # one object for the service's life
         self.rebuild()
 
     def _register_models(self) -> None:
