@@ -79,7 +79,8 @@ def load_targets(path: Path = TARGETS) -> dict[str, Target]:
 
 def load_equivalents(folder: Path = EQUIVALENTS) -> list[dict[str, str]]:
     """Documented equivalent mutants, one file per target (``<target>.toml``): ``[[equivalent]]`` entries with
-    ``operator`` (a suffix of cosmic-ray's operator name), ``code`` (the stripped source line) and ``why``."""
+    ``operator`` (a suffix of cosmic-ray's operator name), ``code`` (the stripped source line), ``why`` and,
+    optionally, ``mutated`` (the stripped mutated line, for one of several mutants of the same operator there)."""
     entries = []
     for path in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
         with path.open("rb") as fh:
@@ -104,22 +105,25 @@ def _without_annotations(tree: ast.AST) -> str:
     return ast.dump(tree)
 
 
-def static_verdict(source: str, mutant: Mutant) -> str | None:
-    """``invalid`` for a mutant that does not compile (cosmic-ray also mutates the ``*`` of a signature),
-    ``annotation`` for one that changes only annotations (equivalent by construction), else None."""
+def static_verdict(source: str, mutant: Mutant) -> tuple[str | None, str]:
+    """(``invalid`` for a mutant that does not compile (cosmic-ray also mutates the ``*`` of a signature),
+    ``annotation`` for one that changes only annotations (equivalent by construction), else None; the mutated
+    source line, stripped)."""
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
 
     mutated = mutate_code(source, get_operator(mutant.operator)(), mutant.occurrence)
     if mutated is None:
-        return "invalid"
+        return "invalid", ""
+    lines = mutated.splitlines()
+    line = lines[mutant.start[0] - 1].strip() if mutant.start[0] <= len(lines) else ""
     try:
         changed = ast.parse(mutated)
     except SyntaxError:
-        return "invalid"
+        return "invalid", line
     if _without_annotations(changed) == _without_annotations(ast.parse(source)):
-        return "annotation"
-    return None
+        return "annotation", line
+    return None, line
 
 
 def enumerate_mutants(tree: Path, target: Target) -> list[Mutant]:
@@ -143,12 +147,14 @@ def enumerate_mutants(tree: Path, target: Target) -> list[Mutant]:
 
 
 def excluded_reason(mutant: Mutant, source: str, equivalents: list[dict[str, str]]) -> str | None:
-    verdict = static_verdict(source, mutant)
+    """Why ``mutant`` is not run (see ``static_verdict``; ``equivalent: why`` for a documented equivalent, matched
+    by operator and source line, and by the mutated line when the entry gives ``mutated``), or None."""
+    verdict, mutated = static_verdict(source, mutant)
     if verdict is not None:
         return verdict
     for entry in equivalents:
         if (entry["target"] == mutant.target and mutant.operator.endswith(entry["operator"])
-                and entry["code"] == mutant.code):
+                and entry["code"] == mutant.code and entry.get("mutated", mutated) == mutated):
             return "equivalent: " + entry["why"]
     return None
 
