@@ -329,3 +329,11 @@ def test_ask_refuses_a_policy_that_preempts() -> None:
         assert model.state.queue == {} and set(model.state.running) == {"uid-r0", "uid-r1"}
     finally:
         POLICIES.unregister("test-evicts")
+
+
+def test_each_policy_declares_whether_it_has_a_per_node_score() -> None:
+    """Placement path exactly for the policies whose one-job decision is their placement's ``evaluate``."""
+    paths = {name: Decider(name).path for name in ("horus-paper", "sjf-horus", "fifo-exclusive", "gandiva-greedy",
+                                                   "tiresias", "horus", "horus-iasp", "geng", "gandiva")}
+    assert {n for n, p in paths.items() if p == "placement"} == {"horus-paper", "sjf-horus", "fifo-exclusive",
+                                                                  "gandiva-greedy", "tiresias"}

@@ -29,9 +29,7 @@ from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.k8s.model import ClusterModel
 from horus.k8s.protocol import MAX_SCORE, MIN_SCORE
-from horus.policies.ordered import OrderedPolicy, Placement
 from horus.policies.base import POLICIES, Policy, Start
-from horus.policies.horus import HorusPolicy
 from horus.reasons import (
     COLOCATION_WOULD_NOT_PAY,
     GANG_TOO_LARGE,
@@ -174,17 +172,6 @@ class _Recorder:
         raise PreemptionUnsupported(job_id)
 
 
-def placement_of(policy: Policy) -> Placement | None:
-    """The policy's placement when one job's decision is exactly ``placement.evaluate``, else None."""
-    if isinstance(policy, HorusPolicy):
-        same = all(getattr(type(policy), hook) is getattr(HorusPolicy, hook)
-                   for hook in ("choose", "job_load", "planning_load"))
-        return policy.placement if same and isinstance(policy.placement, Placement) else None
-    if isinstance(policy, OrderedPolicy) and isinstance(policy.placement, Placement):
-        return policy.placement if type(policy.placement).place is Placement.place else None
-    return None
-
-
 class Decider:
     """A registered policy (default ``horus``) asked about one pending pod at a time."""
 
@@ -192,7 +179,7 @@ class Decider:
         probe = create_policy(policy, policy_args)  # unknown names and oracles are refused here
         self.policy_name = policy
         self.policy_args = dict(policy_args or {})
-        self.placement = placement_of(probe)
+        self.placement = probe.node_placement()  # the policy declares whether it has a per-node score
         self.colocates = probe.colocates
         self.path = "placement" if self.placement is not None else "policy"
         self._cache_key: tuple[Any, ...] | None = None

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from horus.reasons import WaitReason
 from horus.registry import Registry
 from horus.state import QueuedJob, SchedulerState
+
+if TYPE_CHECKING:
+    from horus.policies.ordered import Placement
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,12 @@ class Policy(ABC):
     def bind_truth(self, truth: object) -> None:
         """Called by the backend only for ``is_oracle`` policies, before the first ``schedule``."""
         raise TypeError(f"policy {self.name!r} is not an oracle and must not receive the truth")
+
+    def node_placement(self) -> Placement | None:
+        """The ``Placement`` whose ``evaluate`` is exactly this policy's decision for one job, if it has one: then
+        a per-node score exists (the Kubernetes extender's filter and prioritize use it for every node at once).
+        None: ask ``schedule`` itself (default)."""
+        return None
 
     def may_share(self, job: QueuedJob) -> bool:
         """Whether this job may join a GPU that has residents (default: ``colocates``)."""

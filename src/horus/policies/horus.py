@@ -10,6 +10,7 @@ from typing import Any
 
 from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.horus_placement import HorusPlacement
+from horus.policies.ordered import Placement
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 
@@ -50,6 +51,11 @@ class HorusPolicy(Policy):
                 "max_bypass": self.max_bypass, **self.placement.describe()}
 
     # ---- hooks the oracle overrides ------------------------------------------------------------
+    def node_placement(self) -> Placement | None:
+        """The paper's rule decides one job by ``placement.evaluate`` (subclasses that change how a job is
+        chosen or loaded, such as ``horus-iasp``, return None)."""
+        return self.placement
+
     def planning_load(self, state: SchedulerState) -> GPULoad:
         """The load to plan on; ``state.load`` itself is returned and copied on first write."""
         return state.load

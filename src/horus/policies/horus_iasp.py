@@ -46,6 +46,10 @@ class HorusIASPPolicy(HorusPolicy):
         return {**super().describe(), "interference_weight": self.interference_weight,
                 "min_throughput": self.min_throughput, **source}
 
+    def node_placement(self) -> None:
+        """Its choice adds predicted pair slowdown to the placement's cost: no per-node placement score."""
+        return None
+
     def planning_load(self, state: SchedulerState) -> GPULoad:
         if self.estimator is None:
             self.estimator = estimator_for(self.model_dir, state.predictor, self.model)

@@ -104,6 +104,10 @@ class OraclePolicy(HorusPolicy):
         return Prediction(solo.util, solo.mem_mib, solo.iter_time_s)
 
     # ---- HorusPolicy hooks ---------------------------------------------------------------------
+    def node_placement(self) -> None:
+        """Its choice reads true loads: no per-node placement score."""
+        return None
+
     def planning_load(self, state: SchedulerState) -> GPULoad:
         if self._true is None or len(self._true.util) != state.cluster.num_gpus:
             self._true = TrueLoad(state.cluster.num_gpus)

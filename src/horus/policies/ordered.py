@@ -353,6 +353,10 @@ class OrderedPolicy(Policy):
     def colocates(self) -> bool:  # type: ignore[override]
         return self.placement.colocates
 
+    def node_placement(self) -> Placement | None:
+        """The placement, unless it overrides ``place`` (then one job's decision is not ``evaluate``)."""
+        return self.placement if type(self.placement).place is Placement.place else None
+
     def queue_position(self, job_id: str, state: SchedulerState) -> int:
         try:
             ordered = self.order_rule.order(list(state.queue.values()), state)
