@@ -242,13 +242,17 @@ def test_a_queued_job_gets_the_policy_asked_even_if_it_does_not_act_on_running()
 
 
 def test_decision_time_is_the_policy_call_duration() -> None:
+    """Bounded by the policy's own work below and by the whole step as the test times it above (no speed target)."""
     core, _ = make_core(ScriptPolicy([], pause_s=0.05), queued=[spec("a")])
     assert core.last_decision_s == 0.0 and core.last_started == 0
+    began = time.perf_counter()
     core.schedule(1.0)
-    assert 0.05 <= core.last_decision_s < 0.9
+    step_s = time.perf_counter() - began
+    assert 0.05 <= core.last_decision_s <= step_s
     core.policy = ScriptPolicy([])
+    began = time.perf_counter()
     core.schedule(2.0)
-    assert 0.0 <= core.last_decision_s < 0.04
+    assert 0.0 <= core.last_decision_s <= time.perf_counter() - began
 
 
 # ---- admission ------------------------------------------------------------------------------------------
