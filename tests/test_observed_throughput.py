@@ -411,3 +411,7 @@ def test_defaults_and_description() -> None:
     assert obs.describe() == {"prior": {"interference_model": "table-prior", "interference_source": "test table"},
                               "prior_sigma": 0.15, "obs_sigma": 0.05, "rescan_s": 1800.0}
     assert obs.samples == 0
+    prior = SlowdownEstimator(TableModel(), "test table")
+    assert ObservedThroughput(prior=prior, rescan_s=5.0).rescan_s == 5.0
+    with pytest.raises(TypeError):
+        ObservedThroughput(prior, 0.2)  # the options are keyword-only
