@@ -38,7 +38,8 @@ MIX = [("a3c", 32, 1), ("resnet50", 64, 1), ("resnet18_cifar", 32, 1), ("lstm_lm
 def decision_latency(policy: str, nodes: int, gpus_per_node: int, queued: int, rounds: int, seed: int) -> dict:
     from horus.agent.gpus import fake_gpus
     from horus.predict.analytic import AnalyticPredictor
-    from horus.service.scheduler import AgentInfo, LiveScheduler
+    from horus.service.agents import AgentInfo
+    from horus.service.scheduler import LiveScheduler
     from horus.service.store import NewJob, Store
 
     rng = random.Random(seed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from horus.ray.nodes import InfeasiblePinError, check_pin, describe_gpus, parse_node, parse_nodes
-from horus.service.scheduler import gpu_type_of
+from horus.service.agents import gpu_type_of
 
 
 def entry(node_id: str, resources: dict[str, float], alive: bool = True) -> dict:

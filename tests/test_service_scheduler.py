@@ -352,7 +352,7 @@ def test_service_predictor_falls_back_for_models_without_operator_data() -> None
     from horus.gpu_types import PRESETS
     from horus.jobs import JobSpec
     from horus.predict.physical import PhysicalPredictor
-    from horus.service.scheduler import ServicePredictor
+    from horus.service.predictor import ServicePredictor
 
     register_model(ModelInfo("uploaded-test-net", "onnx", 1000, 2e6, 6e6, 4e3, 64, 2, {k: 1 for k in OP_KINDS}, "test"))
     predictor = ServicePredictor(PhysicalPredictor())

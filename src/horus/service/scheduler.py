@@ -1,5 +1,9 @@
 """``LiveScheduler``: the scheduler core on a wall clock, with the store as the record and agents as hands.
 
+A thin facade over its parts: the agents it knows (``horus.service.agents``), the running attempts that are
+the agents' desired state (``horus.service.live_jobs``), the predictor (``horus.service.predictor``), the
+store, and the ``SchedulerCore`` that decides.
+
 It owns the in-memory ``SchedulerState`` (rebuilt from the store on start and whenever machines
 join or leave), the policy, and the ``SchedulerCore`` whose ``Executor`` it is: a ``Start`` is made
 durable (``Store.start``, attempt + 1) and then becomes part of the *desired state* that agents
@@ -19,17 +23,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from horus.cluster import Cluster, GPUType, Node
 from horus.core import SchedulerCore, create_policy
 from horus.errors import HorusInputError, UnknownAgentError
-from horus.gpu_types import PRESETS, accepted_gpu_types
+from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Policy
-from horus.predict.base import Prediction, Predictor
+from horus.predict.base import Predictor
+from horus.service.agents import AgentInfo, cluster_of, expired
+from horus.service.live_jobs import LiveJob, LiveJobs
 from horus.service.metrics import ServiceMetrics
+from horus.service.predictor import ServicePredictor
 from horus.service.store import FINAL_STATES, AgentRow, JobRow, NewJob, Store
 from horus.state import SchedulerState, gpu_share
 
@@ -41,88 +46,9 @@ UNKNOWN_ITERATIONS = 1e6
 PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
 
 
-class ServicePredictor(Predictor):
-    """The configured predictor for jobs that name a model, ``analytic`` for a catalog model it cannot
-    handle (e.g. an uploaded ONNX graph has no per-operator rows for ``physical``), and for a job without a
-    model a conservative belief: the whole GPU (100 % utilization, 95 % of the card's memory)."""
-
-    def __init__(self, inner: Predictor) -> None:
-        from horus.predict.analytic import AnalyticPredictor
-
-        self.inner = inner
-        self.fallback = AnalyticPredictor()
-        self.name = inner.name
-
-    def predict(self, job: JobSpec, gpu_type: GPUType) -> Prediction:
-        if not job.model:
-            return Prediction(util=1.0, mem_mib=0.95 * gpu_type.memory_mib, iter_time_s=1.0)
-        try:
-            return self.inner.predict(job, gpu_type)
-        except HorusInputError:
-            if self.inner.name == self.fallback.name:
-                raise
-            return self.fallback.predict(job, gpu_type)  # raises too for a model the catalog lacks
-
-    def describe(self) -> dict[str, object]:
-        return {**self.inner.describe(), "fallback": self.fallback.name,
-                "without_model": "exclusive (util 1.0, 95 % of the card's memory)"}
-
-
-def gpu_type_of(desc: Mapping[str, Any]) -> GPUType:
-    """Horus GPU type of an agent's GPU description: a preset by ``type`` (or NVML ``name``), else a
-    type named after the card with its reported memory and V100-relative speed 1.0."""
-    for key in ("type", "name"):
-        name = str(desc.get(key) or "")
-        if name in PRESETS:
-            return PRESETS[name]
-    name = str(desc.get("type") or desc.get("name") or "unknown")
-    for preset in sorted(PRESETS.values(), key=lambda t: -len(t.name)):  # "NVIDIA A100-SXM4-80GB" -> A100-80GB
-        short = preset.name.split("-")[0]
-        if short in name and (preset.name == short or preset.name.split("-")[-1] in name):
-            return preset
-    return GPUType(name, int(desc.get("memory_mib") or 16 * 1024), 1.0)
-
-
 def check_policy(name: str, options: Mapping[str, object] | None = None) -> None:
     """HorusInputError for an unknown policy; OracleNeedsTruthError for one that needs the simulator's truth."""
     create_policy(name, options)
-
-
-@dataclass
-class AgentInfo:
-    """An alive agent as the scheduler tracks it in memory."""
-
-    name: str
-    seq: int
-    hostname: str
-    gpus: list[dict[str, Any]]
-    last_seen: float
-    wake: Callable[[], None] | None = None  # in-process agents: called when their desired state changes
-    telemetry: dict[int, dict[str, float]] = field(default_factory=dict)  # local GPU index -> observed
-    progress_saved: float = 0.0  # when this agent's reported progress was last written to the store
-
-    by_index: dict[int, dict[str, Any]] = field(init=False, repr=False)  # local GPU index -> description
-
-    def __post_init__(self) -> None:
-        self.by_index = {int(d["index"]): d for d in self.gpus}
-
-    def gpu(self, local: int) -> dict[str, Any]:
-        """The description of local GPU ``local`` (empty if the agent did not describe it)."""
-        return self.by_index.get(local, {})
-
-
-@dataclass
-class LiveJob:
-    """A running attempt: where it runs and what it runs (the desired state sent to agents)."""
-
-    row: JobRow
-    attempt: int
-    placement: list[tuple[str, int]]
-    start_iteration: float
-    exited: dict[str, int] = field(default_factory=dict)  # agent -> exit code 0 of finished parts
-
-    def agents(self) -> list[str]:
-        return list(dict.fromkeys(a for a, _ in self.placement))
 
 
 class LiveScheduler:
@@ -146,8 +72,7 @@ class LiveScheduler:
         self.lock = threading.RLock()
         self.wake_scheduler = threading.Event()
         self.agents: dict[str, AgentInfo] = {}
-        self.live: dict[str, LiveJob] = {}
-        self.live_on: dict[str, dict[str, None]] = {}  # agent -> its live jobs (desired state in O(own jobs))
+        self.live = LiveJobs()  # running attempts: the desired state agents fetch
         self.gpu_map: list[tuple[str, int]] = []  # global GPU index -> (agent, local index)
         self.gpu_index: dict[tuple[str, int], int] = {}
         now = self.clock()
@@ -172,24 +97,12 @@ class LiveScheduler:
         with self.lock:
             previous = self.state.running if hasattr(self, "state") else {}
             telemetry = {k: (r.iterations_done, r.observed_rate) for k, r in previous.items()}
-            nodes: list[Node] = []
-            gpu_map: list[tuple[str, int]] = []
-            for agent in sorted(self.agents.values(), key=lambda a: a.seq):
-                by_type: dict[str, tuple[GPUType, list[int]]] = {}
-                for desc in agent.gpus:
-                    gpu_type = gpu_type_of(desc)
-                    by_type.setdefault(gpu_type.name, (gpu_type, []))[1].append(int(desc["index"]))
-                for type_name, (gpu_type, indices) in by_type.items():
-                    node_name = agent.name if len(by_type) == 1 else f"{agent.name}/{type_name}"
-                    nodes.append(Node(node_name, gpu_type, len(indices)))
-                    gpu_map += [(agent.name, i) for i in indices]
-            self.cluster = Cluster(nodes)
+            self.cluster, gpu_map = cluster_of(self.agents)
             self.gpu_map = gpu_map
             self.gpu_index = {key: g for g, key in enumerate(gpu_map)}
             self.state = SchedulerState(self.cluster, self.predictor)
             self.core = SchedulerCore(self.state, self.policy, self)  # the same policy: it keeps what it learned
-            self.live = {}
-            self.live_on = {}
+            self.live = LiveJobs()
             now = self.clock()
             rows = self.store.jobs(states=("queued", "running"))
             rows.sort(key=lambda r: (r.queued_since, r.id))
@@ -228,7 +141,7 @@ class LiveScheduler:
         run = self.state.start(row.job_id, gpus, row.started or self.clock())
         run.attained_gpu_s = row.attained_gpu_s
         run.iterations_done = row.iterations_done
-        self._add_live(row.job_id, LiveJob(row, row.attempt, row.placement, row.attempt_start_iterations))
+        self.live.add(row.job_id, LiveJob(row, row.attempt, row.placement, row.attempt_start_iterations))
         return True
 
     @staticmethod
@@ -268,7 +181,7 @@ class LiveScheduler:
             self.store.end(job_id, None, now, "cancelled", attained_gpu_s=attained, reason="cancelled by user")
             if run is not None:
                 self.state.finish(key)
-                self._wake(self._pop_live(key))
+                self._wake(self.live.pop(key))
             elif key in self.state.queue:
                 self.state.withdraw(key)
             return self.store.job(job_id)
@@ -286,11 +199,11 @@ class LiveScheduler:
         run = self.state.start(spec.job_id, gpus, now)
         run.iterations_done = row.iterations_done
         live = LiveJob(row, attempt, placement, row.attempt_start_iterations)
-        self._add_live(spec.job_id, live)
+        self.live.add(spec.job_id, live)
         self._wake(live)
 
     def preempt(self, job_id: str, now: float) -> None:
-        live = self._pop_live(job_id)
+        live = self.live.pop(job_id)
         assert live is not None
         run = self.state.running[job_id]
         self.store.requeue(int(job_id), live.attempt, now, attained_gpu_s=run.attained(now),
@@ -325,7 +238,7 @@ class LiveScheduler:
         return min(1.0, wake) if wake is not None else 1.0
 
     def _expire_agents(self, now: float) -> None:
-        lost = [a.name for a in self.agents.values() if now - a.last_seen > self.lease_s]
+        lost = expired(self.agents, now, self.lease_s)
         for name in lost:
             self._forget_agent(name, f"missed its lease ({self.lease_s:.0f} s)", now)
         if lost:
@@ -401,7 +314,7 @@ class LiveScheduler:
     def desired(self, name: str) -> list[dict[str, Any]]:
         """The attempts agent ``name`` must run, with everything needed to launch them."""
         out = []
-        for key in self.live_on.get(name, {}):
+        for key in self.live.on(name):
             live = self.live[key]
             agents = live.agents()
             if name in live.exited:
@@ -443,7 +356,7 @@ class LiveScheduler:
                 self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
                                    iterations_done=run.iterations_done, kind="oom", detail={"exit_code": code})
                 self.state.requeue(key, now, oom=True)
-                self._wake(self._pop_live(key))
+                self._wake(self.live.pop(key))
         elif code is None:  # the process vanished without an exit status (or a backend could not start it)
             row = self.store.job(job_id)
             why = str(report.get("error") or "process vanished")
@@ -457,7 +370,7 @@ class LiveScheduler:
                                    iterations_done=run.iterations_done, kind="lost",
                                    detail={"reason": why})
                 self.state.requeue(key, now)
-                self._wake(self._pop_live(key))
+                self._wake(self.live.pop(key))
         else:
             self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
                            iterations_done=run.iterations_done, exit_code=int(code), reason=f"exit code {code}")
@@ -466,20 +379,8 @@ class LiveScheduler:
 
     def _drop(self, key: str, live: LiveJob) -> None:
         self.state.finish(key)
-        self._pop_live(key)
+        self.live.pop(key)
         self._wake(live)
-
-    def _add_live(self, key: str, live: LiveJob) -> None:
-        self.live[key] = live
-        for name in live.agents():
-            self.live_on.setdefault(name, {})[key] = None
-
-    def _pop_live(self, key: str) -> LiveJob | None:
-        live = self.live.pop(key, None)
-        if live is not None:
-            for name in live.agents():
-                self.live_on.get(name, {}).pop(key, None)
-        return live
 
     # ---- tokens and views --------------------------------------------------------------------------------
     def job_token(self, job_id: str, attempt: int) -> str:
