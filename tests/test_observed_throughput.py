@@ -272,9 +272,6 @@ def test_gpus_whose_residents_changed_are_read_at_once() -> None:
     assert obs.solo[(A, "v100")] == (pytest.approx(5.0), 3)
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: a GPU is seen as changed by its count of residents and summed "
-                   "predicted utilization only, so a resident replaced by a job of the same predicted load between two "
-                   "calls (a co-runner finished after the newcomer joined) is read only at the next rescan")
 def test_a_resident_replaced_by_one_of_the_same_predicted_load_is_read_at_once() -> None:
     state = make_state()
     put(state, "A1", (0,), 2.0)

@@ -107,6 +107,7 @@ class SchedulerState:
         self.gpu_type_names = np.array([g.gpu_type.name for g in cluster.gpus])
         self._pred_cache: dict[tuple[str, str], Prediction] = {}
         self.version = 0  # bumped by every transition
+        self.gpu_changes = np.zeros(cluster.num_gpus, dtype=np.int64)  # per GPU: times a resident came or went
         self.entries = 0  # queue entries so far (``QueuedJob.entered``: newer entries are larger)
 
     # ---- belief -------------------------------------------------------------------------
@@ -171,6 +172,7 @@ class SchedulerState:
         return queued
 
     def _apply(self, run: RunningJob, sign: int) -> None:
+        self.gpu_changes[list(run.gpus)] += 1
         for gpu in run.gpus:
             if sign > 0:
                 self.residents[gpu].append(run.spec.job_id)

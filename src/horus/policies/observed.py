@@ -48,8 +48,9 @@ class ObservedThroughput:
     """Solo rates and co-located set throughputs learned from ``RunningJob.observed_rate`` (no truth).
 
     Call ``observe(state)`` at the start of every scheduling call; it reads only GPUs whose residents
-    changed since the last call (plus those still waiting for a first rate, and all GPUs every
-    ``rescan_s`` seconds of state time, so drifting live telemetry is followed).
+    changed since the last call (``SchedulerState.gpu_changes``: any arrival or departure, even of a job
+    with the same predicted load), plus those still waiting for a first rate, and all GPUs every
+    ``rescan_s`` seconds of state time, so drifting live telemetry is followed.
     """
 
     def __init__(self, prior: SlowdownEstimator, *, prior_sigma: float = 0.15, obs_sigma: float = 0.05,
@@ -63,8 +64,7 @@ class ObservedThroughput:
         self.residual: dict[tuple[str, str], tuple[float, int]] = {}  # (type, gpu type) -> (mean obs - prior, n)
         self.job_solo: dict[tuple[str, str], float] = {}  # (job id, gpu type) -> its own rate alone
         self.log_bias: dict[str, tuple[float, int]] = {}  # gpu type -> mean log(observed / predicted solo rate)
-        self._n_res: np.ndarray | None = None
-        self._util: np.ndarray | None = None
+        self._changes: np.ndarray | None = None  # SchedulerState.gpu_changes at the last call
         self._pending: set[int] = set()
         self._last_scan = -math.inf
         self._state: SchedulerState | None = None
@@ -75,14 +75,14 @@ class ObservedThroughput:
     # ---- learning -------------------------------------------------------------------------------
     def observe(self, state: SchedulerState) -> None:
         """Record what the running jobs' rates say now (cost follows the GPUs that changed)."""
-        load = state.load
-        if (state is not self._state or self._n_res is None or len(self._n_res) != len(load.n_residents)
+        changes = state.gpu_changes
+        if (state is not self._state or self._changes is None or len(self._changes) != len(changes)
                 or state.now - self._last_scan >= self.rescan_s):
-            changed = np.arange(len(load.n_residents))
+            changed = np.arange(len(changes))
             self._state, self._last_scan = state, state.now
         else:
-            changed = np.flatnonzero((load.n_residents != self._n_res) | (load.pred_util != self._util))
-        self._n_res, self._util = load.n_residents.copy(), load.pred_util.copy()
+            changed = np.flatnonzero(changes != self._changes)
+        self._changes = changes.copy()
         gpus = set(changed.tolist()) | self._pending
         self._pending = set()
         for g in gpus:
