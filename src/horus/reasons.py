@@ -57,12 +57,13 @@ class WaitReason:
         return asdict(self)
 
 
-def explain(job: QueuedJob, state: SchedulerState, *, colocates: bool, ahead: Callable[[], int],
+def explain(job: QueuedJob, state: SchedulerState, *, colocates: bool, ahead: Callable[[], int] | None = None,
             max_residents: int | None = None) -> WaitReason:
     """The generic reason ``job`` was not started on ``state`` (see the module docstring).
 
     ``colocates``: the policy may put this job on a busy GPU (with at most ``max_residents`` jobs per GPU);
-    ``ahead()``: queued jobs before it in the policy's order (called only for ``behind-jobs``).
+    ``ahead()``: queued jobs before it in the policy's order (called only for ``behind-jobs``, costs O(queue);
+    None leaves the count out of the message).
     """
     spec = job.spec
     k = spec.num_gpus
@@ -79,8 +80,8 @@ def explain(job: QueuedJob, state: SchedulerState, *, colocates: bool, ahead: Ca
         return WaitReason(GANG_TOO_LARGE, f"needs {k} GPUs of {wanted}; the cluster has {n_eligible}", True)
     mem_need = np.zeros(len(names))
     share = min(1.0, gpu_share(spec))
-    for gpu_type in state.cluster.gpu_types():
-        mem_need[names == gpu_type.name] = state.predict(spec, gpu_type).mem_mib * share
+    for gpu_type, where in state.gpus_of_type:
+        mem_need[where] = state.predict(spec, gpu_type).mem_mib * share
     fits = eligible & (mem_need <= state.mem_capacity_mib)
     if int(fits.sum()) < k:
         largest = int(state.mem_capacity_mib[eligible].max())
@@ -90,8 +91,9 @@ def explain(job: QueuedJob, state: SchedulerState, *, colocates: bool, ahead: Ca
     idle = fits & (state.load.n_residents == 0)
     n_idle = int(idle.sum())
     if n_idle >= k:
-        return WaitReason(BEHIND_JOBS, f"the policy did not start it although {n_idle} idle GPUs would fit it "
-                                       f"({ahead()} queued jobs before it in its order)", True)
+        before = "" if ahead is None else f" ({ahead()} queued jobs before it in its order)"
+        return WaitReason(BEHIND_JOBS, f"the policy did not start it although {n_idle} idle GPUs would fit it{before}",
+                          True)
     if job.oom_failures > 0:
         return WaitReason(NEEDS_EMPTY_GPU, f"failed out of memory {job.oom_failures} time(s): only idle GPUs; "
                                            f"{n_idle} of {k} idle", True)

@@ -105,6 +105,7 @@ class SchedulerState:
         self.mem_capacity_mib = np.array([g.gpu_type.memory_mib for g in cluster.gpus], dtype=float)
         self.node_of_gpu = np.array([g.node for g in cluster.gpus], dtype=np.int64)
         self.gpu_type_names = np.array([g.gpu_type.name for g in cluster.gpus])
+        self.gpus_of_type = [(t, np.flatnonzero(self.gpu_type_names == t.name)) for t in cluster.gpu_types()]
         self._pred_cache: dict[tuple[str, str], Prediction] = {}
         self.version = 0  # bumped by every transition
         self.gpu_changes = np.zeros(cluster.num_gpus, dtype=np.int64)  # per GPU: times a resident came or went

@@ -144,14 +144,15 @@ class SchedulerCore:
             return None
         found = self._reasons.get(job_id)
         if found is None or found[0] is not job or found[2] != self.state.version:
-            found = self._reasons[job_id] = (job, self._explain(job), self.state.version)
+            found = self._reasons[job_id] = (job, self._explain(job, count_ahead=True), self.state.version)
         return found[1]
 
-    def _explain(self, job: QueuedJob) -> WaitReason:
+    def _explain(self, job: QueuedJob, count_ahead: bool = False) -> WaitReason:
+        """``count_ahead``: say how many jobs come first (O(queue); asked for one job, not after every step)."""
         state, policy = self.state, self.policy
+        ahead = (lambda: policy.queue_position(job.spec.job_id, state)) if count_ahead else None
         return policy.wait_reason(job, state) or explain(
-            job, state, colocates=policy.may_share(job), max_residents=policy.max_residents,
-            ahead=lambda: policy.queue_position(job.spec.job_id, state))
+            job, state, colocates=policy.may_share(job), max_residents=policy.max_residents, ahead=ahead)
 
     def _explain_new_entries(self) -> None:
         """Give every queue entry made since the last step its reason (cost: the new entries only)."""
