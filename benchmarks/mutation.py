@@ -34,6 +34,7 @@ import tempfile
 import time
 import tomllib
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from itertools import zip_longest
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -301,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             if SHARED.is_dir():
                 (work / f"w{i}" / "shared").symlink_to(SHARED)
         report: dict[str, dict[str, object]] = {}
-        plan: list[tuple[Mutant, str, str, float]] = []
+        plan: list[list[tuple[Mutant, str, str, float]]] = []  # per module
         for name in names:
             target = targets[name]
             target.missing_tests = [t for t in target.tests if not (template / t).is_file()]
@@ -323,14 +324,16 @@ def main(argv: list[str] | None = None) -> int:
                 "classified": len(reasons), "eligible": sum(r is None for r in reasons.values()), "run": len(chosen), "baseline_s": round(base_s, 2),
                 "timeout_s": round(timeout, 1), "outcomes": {}, "survivors": [], "killed_mutants": [], "wall_s": 0.0,
             }
-            plan += [(m, target.path, test_command(target.tests), timeout) for m in chosen]
+            plan.append([(m, target.path, test_command(target.tests), timeout) for m in chosen])
         import multiprocessing as mp
 
         copies = mp.Manager().Queue()
         for i in range(args.jobs):
             copies.put(str(work / f"w{i}" / "repo"))
         with ProcessPoolExecutor(args.jobs, initializer=_init_worker, initargs=(copies,)) as pool:
-            futures = [pool.submit(_run_mutant, *item) for item in plan]
+            interleaved = [item for group in zip_longest(*plan) for item in group if item is not None]
+            futures = [pool.submit(_run_mutant, *item) for item in interleaved]  # modules advance together
+            saved = time.time()
             for fut in tqdm(as_completed(futures), total=len(futures), desc="mutants", unit="mutant"):
                 mutant, outcome, diff, test, wall = fut.result()
                 entry = report[mutant.target]
@@ -343,40 +346,56 @@ def main(argv: list[str] | None = None) -> int:
                     entry["survivors"].append({**found, "diff": diff})  # type: ignore[union-attr]
                 elif outcome == "killed":
                     entry["killed_mutants"].append({**found, "killed_by": test})  # type: ignore[union-attr]
-        for entry in report.values():
-            if "baseline_failed" in entry:
-                continue
-            outcomes = entry["outcomes"]  # type: ignore[assignment]
-            killed = int(outcomes.get("killed", 0))  # type: ignore[union-attr]
-            survived = int(outcomes.get("survived", 0))  # type: ignore[union-attr]
-            scored = killed + survived
-            entry["killed"], entry["survived"] = killed, survived
-            entry["score"] = round(killed / scored, 4) if scored else None
-            entry["score_ci95"] = [round(x, 4) for x in wilson(killed, scored)] if args.sample else None
-            for key in ("survivors", "killed_mutants"):
-                entry[key].sort(key=lambda s: (s["line"], s["operator"], s["occurrence"]))  # type: ignore[union-attr]
+                if time.time() - saved > 60:  # a partial result survives an interrupted run
+                    score(report, args.sample)
+                    write(args, revision, began, report, partial=True)
+                    saved = time.time()
+        score(report, args.sample)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result = {
-        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
-        "revision": revision, "sample": args.sample, "seed": args.seed, "jobs": args.jobs,
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(time.time() - began, 1),
-        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-        "cosmic_ray": _version("cosmic-ray"), "modules": report,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    write(args, revision, began, report, partial=False)
     print(f"{'module':<12} {'mutants':>7} {'run':>5} {'killed':>6} {'surv':>5} {'score':>6}  95% CI")
     for name, entry in report.items():
         if "baseline_failed" in entry:
             print(f"{name:<12} the tests fail without mutants: not measured")
             continue
         ci = entry["score_ci95"]
-        score = entry["score"]
+        value = entry["score"]
         print(f"{name:<12} {entry['mutants']:>7} {entry['run']:>5} {entry['killed']:>6} {entry['survived']:>5} "
-              f"{'-' if score is None else f'{score:.0%}':>6}  {'' if not ci else f'{ci[0]:.0%}-{ci[1]:.0%}'}")
+              f"{'-' if value is None else f'{value:.0%}':>6}  {'' if not ci else f'{ci[0]:.0%}-{ci[1]:.0%}'}")
     print(f"wrote {args.out}")
     return 0
+
+
+def score(report: dict[str, dict[str, object]], sample: int | None) -> None:
+    """Killed, survived, score and (sampled) its 95 % Wilson interval of every measured module, in place."""
+    for entry in report.values():
+        if "baseline_failed" in entry:
+            continue
+        outcomes = entry["outcomes"]
+        killed = int(outcomes.get("killed", 0))  # type: ignore[union-attr]
+        survived = int(outcomes.get("survived", 0))  # type: ignore[union-attr]
+        scored = killed + survived
+        entry["killed"], entry["survived"] = killed, survived
+        entry["score"] = round(killed / scored, 4) if scored else None
+        entry["score_ci95"] = [round(x, 4) for x in wilson(killed, scored)] if sample else None
+        for key in ("survivors", "killed_mutants"):
+            entry[key].sort(key=lambda s: (s["line"], s["operator"], s["occurrence"]))  # type: ignore[union-attr]
+
+
+def write(args: argparse.Namespace, revision: str, began: float, report: dict[str, dict[str, object]],
+          partial: bool) -> None:
+    result = {
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]), "partial": partial,
+        "revision": revision, "sample": args.sample, "seed": args.seed, "jobs": args.jobs,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(time.time() - began, 1),
+        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+        "cosmic_ray": _version("cosmic-ray"), "modules": report,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = args.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(args.out)
 
 
 def _version(name: str) -> str | None:
