@@ -1,10 +1,13 @@
-"""``SchedulerCore``: one decision step, the same for every backend.
+"""``SchedulerCore``: when to ask the policy, one decision step, and why jobs wait; the same for every backend.
 
-A step is ``policy.schedule(state)`` followed by checking each action against the state (a job
+Backends ask ``wants_step()`` (a job waits, or the policy acts on running jobs) and ``next_wakeup(now)`` (the
+policy's tick) and call ``schedule(now)``; ``create_policy`` is the one check of a policy name every backend
+makes. A step is ``policy.schedule(state)`` followed by checking each action against the state (a job
 started must be queued, on exactly its gang size of distinct GPUs of an accepted type; a job
 preempted must be running) and handing it to the backend's ``Executor``. The executor performs
 the state transition (``state.start`` / ``state.requeue``) once the backend has carried the action
-out (the simulator at once; the live service after the transition is durable in its store).
+out (the simulator at once; the live service after the transition is durable in its store). After each
+step, new queue entries get their reason to wait (``horus.reasons``); ``reason(job_id)`` gives a fresh one.
 """
 
 from __future__ import annotations

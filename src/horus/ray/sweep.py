@@ -55,8 +55,7 @@ def _resolve(name: str, default_file: str) -> Path:
 def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
     """Simulate one cell; its summary (docs/metrics.md) with the cell, job and GPU counts and wall time."""
     from horus.clusterspec import load_cluster
-    from horus.plugins import load_all
-    from horus.policies.base import POLICIES
+    from horus.core import create_policy
     from horus.sim.world import build_predictor, build_truth
     from horus.sim.engine import SimConfig, simulate
     from horus.traces import load_openb_cluster, load_trace, materialize
@@ -74,8 +73,7 @@ def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
     jobs = materialize(trace, truth, sampler, reference, seed=cell.seed)
     if settings.max_jobs is not None:
         jobs = jobs[: settings.max_jobs]
-    load_all("horus.policies")
-    result = simulate(jobs, cluster, POLICIES.create(cell.policy), truth, predictor, SimConfig())
+    result = simulate(jobs, cluster, create_policy(cell.policy, has_truth=True), truth, predictor, SimConfig())
     return {**asdict(cell), "num_jobs": len(jobs), "num_gpus": cluster.num_gpus, "trace_sha256": trace.sha256,
             **result.summary, "events": result.events_processed, "sim_wall_s": result.wall_s,
             "cell_wall_s": time.perf_counter() - began}

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from horus.cluster import Cluster
 from horus.jobs import JobSpec
-from horus.plugins import load_all
-from horus.policies.base import POLICIES
+from horus.core import create_policy
 from horus.predict.base import Predictor
 from horus.sim.engine import SimConfig, SimResult, simulate
 from horus.sim.leakage import check_model_disjoint
@@ -51,14 +50,13 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         if options.get("model_dir") is not None:
             check_model_disjoint(Path(str(options["model_dir"])), truth_description)
     outdir.mkdir(parents=True, exist_ok=True)
-    load_all("horus.policies")
     results: dict[str, SimResult] = {}
     described: dict[str, object] = {}
     written: list[Path] = []
     for entry in policy_names:
         label, name = split_label(entry)
         options = (policy_options or {}).get(label, (policy_options or {}).get(name, {}))
-        policy = POLICIES.create(name, **dict(options))
+        policy = create_policy(name, options, has_truth=True)
         result = simulate(jobs, cluster, policy, truth, predictor, config, progress=progress)
         described[label] = {**policy.describe(), **({"registered_as": name} if label != name else {})}
         results[label] = result
