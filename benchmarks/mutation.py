@@ -281,9 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2)))
     parser.add_argument("--ref", default=None, help="git revision to measure (default: the working tree)")
     parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--rescore", action="store_true",
+                        help="run nothing: drop from --out's survivors the ones now documented as equivalent")
     parser.add_argument("--timeout-factor", type=float, default=4.0,
                         help="a mutant's tests time out (killed) after this x the baseline + 30 s")
     args = parser.parse_args(argv)
+    if args.rescore:
+        return rescore(args.out)
     from tqdm import tqdm
 
     targets = load_targets()
@@ -364,6 +368,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<12} {entry['mutants']:>7} {entry['run']:>5} {entry['killed']:>6} {entry['survived']:>5} "
               f"{'-' if value is None else f'{value:.0%}':>6}  {'' if not ci else f'{ci[0]:.0%}-{ci[1]:.0%}'}")
     print(f"wrote {args.out}")
+    return 0
+
+
+def rescore(path: Path) -> int:
+    """Apply the equivalents documented since ``path`` was measured to its survivors (equivalence is static:
+    such a mutant can only survive), and recompute the scores."""
+    result = json.loads(path.read_text())
+    equivalents = load_equivalents()
+    for name, entry in result["modules"].items():
+        if "baseline_failed" in entry:
+            continue
+        kept = []
+        for survivor in entry["survivors"]:
+            added = [line[1:].strip() for line in survivor["diff"].splitlines()
+                     if line.startswith("+") and not line.startswith("+++")]
+            mutated = added[0] if added else ""
+            if any(e["target"] == name and survivor["operator"].endswith(e["operator"]) and e["code"] ==
+                   survivor["code"] and e.get("mutated", mutated) == mutated for e in equivalents):
+                entry["excluded_equivalent_after_run"] = entry.get("excluded_equivalent_after_run", 0) + 1
+                entry["outcomes"]["survived"] -= 1
+                entry["run"] -= 1
+            else:
+                kept.append(survivor)
+        entry["survivors"] = kept
+    score(result["modules"], result["sample"])
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"rescored {path}")
     return 0
 
 
