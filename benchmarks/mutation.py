@@ -281,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2)))
     parser.add_argument("--ref", default=None, help="git revision to measure (default: the working tree)")
     parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other modules of an existing --out and replace only those measured now")
     parser.add_argument("--rescore", action="store_true",
                         help="run nothing: drop from --out's survivors the ones now documented as equivalent")
     parser.add_argument("--timeout-factor", type=float, default=4.0,
@@ -423,6 +425,13 @@ def write(args: argparse.Namespace, revision: str, began: float, report: dict[st
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
         "cosmic_ray": _version("cosmic-ray"), "modules": report,
     }
+    if args.merge and args.out.is_file():  # the modules measured now replace theirs; each keeps its own run
+        previous = json.loads(args.out.read_text())
+        for entry in previous["modules"].values():
+            entry.setdefault("measured", {k: previous.get(k) for k in ("command", "revision", "created", "seed")})
+        now = {k: result[k] for k in ("command", "revision", "created", "seed")}
+        result["modules"] = {**previous["modules"], **{n: {**e, "measured": now} for n, e in report.items()}}
+        result["command"] = "several runs: see each module's 'measured'"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, indent=2) + "\n")

@@ -159,3 +159,33 @@ def test_the_live_service_api_and_cli_say_why_a_job_waits(tmp_path: Path) -> Non
         api.post(f"/v1/jobs/{too_big['id']}/cancel")
     finally:
         server.stop()
+
+
+def test_a_reason_is_kept_until_the_state_changes_and_departed_jobs_do_not_pile_up() -> None:
+    state = state_with([Node("s", SMALL, 2)], queued=[("A", 1, None)])
+    core = SchedulerCore(state, Holding(), Recording())
+    core.schedule(1.0)
+    assert "queued jobs before it" not in core.new_waits[0][1].message  # after a step: no O(queue) count
+    first = core.reason("A")
+    assert "(0 queued jobs before it in its order)" in first.message  # asked for: with the count
+    assert core.reason("A") is first  # nothing changed: the same answer, not recomputed
+    state.submit(job("B", 0.0, 10), 2.0)
+    again = core.reason("A")
+    assert again is not first and again == first  # the state changed: recomputed (to the same reason here)
+    # reasons of jobs that left the queue without starting are dropped once they outnumber 2 x queue + 1024
+    for i in range(598):
+        state.submit(job(f"q{i}", 0.0, 10), 3.0)
+    core.schedule(3.0)
+    assert len(state.queue) == 600
+    for i in range(1624):
+        state.submit(job(f"gone{i}", 0.0, 10), 4.0)
+    core.schedule(4.0)
+    for i in range(1624):
+        state.withdraw(f"gone{i}")  # cancelled while queued
+    core.schedule(5.0)
+    assert len(core._reasons) == 2 * 600 + 1024  # at the bound: kept
+    state.submit(job("D", 0.0, 10), 6.0)
+    core.schedule(6.0)
+    state.withdraw("D")
+    core.schedule(7.0)
+    assert len(core._reasons) == 600  # one more: only queued jobs' reasons remain

@@ -81,7 +81,8 @@ class SchedulerCore:
         self._eligible: dict[str | None, int] = {}
         self.last_decision_s = 0.0
         self.last_started = 0
-        self._reasons: dict[str, tuple[QueuedJob, WaitReason, int]] = {}  # job -> (entry, reason, state version)
+        # job -> (queue entry, reason, state version, whether the reason counts the jobs ahead)
+        self._reasons: dict[str, tuple[QueuedJob, WaitReason, int, bool]] = {}
         self._explained = 0  # queue entries up to this one have a reason
         self.new_waits: list[tuple[str, WaitReason]] = []  # jobs the latest step left waiting for the first time
 
@@ -146,8 +147,8 @@ class SchedulerCore:
         if job is None:
             return None
         found = self._reasons.get(job_id)
-        if found is None or found[0] is not job or found[2] != self.state.version:
-            found = self._reasons[job_id] = (job, self._explain(job, count_ahead=True), self.state.version)
+        if found is None or found[0] is not job or found[2] != self.state.version or not found[3]:
+            found = self._reasons[job_id] = (job, self._explain(job, count_ahead=True), self.state.version, True)
         return found[1]
 
     def _explain(self, job: QueuedJob, count_ahead: bool = False) -> WaitReason:
@@ -168,7 +169,7 @@ class SchedulerCore:
         self._explained = state.entries
         self.new_waits = []
         for job in reversed(fresh):
-            found = self._reasons[job.spec.job_id] = (job, self._explain(job), state.version)
+            found = self._reasons[job.spec.job_id] = (job, self._explain(job), state.version, False)
             self.new_waits.append((job.spec.job_id, found[1]))
         if len(self._reasons) > 2 * len(state.queue) + 1024:  # entries of jobs that left the queue
             self._reasons = {j: r for j, r in self._reasons.items() if state.queue.get(j) is r[0]}
