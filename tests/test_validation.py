@@ -400,3 +400,24 @@ def test_output_dir_is_removed_only_when_a_new_one_fails(tmp_path: Path) -> None
     f.write_text("x")
     with pytest.raises(HorusInputError, match="exists and is not a directory"):
         OutputDir(f, "--out")
+
+
+def test_a_limit_that_is_not_whole_mib_is_rounded_in_the_message(tmp_path: Path) -> None:
+    from horus.validation import read_text
+
+    path = tmp_path / "big.txt"
+    path.write_bytes(b"x" * (2 * 1024 * 1024))
+    with pytest.raises(HorusInputError, match=r"file is 2\.0 MiB, above the 2 MiB limit for a text file"):
+        read_text(path, "a text file", max_bytes=int(1.6 * 1024 * 1024))
+
+
+def test_an_overflowing_number_is_quoted_whole_up_to_40_characters(tmp_path: Path) -> None:
+    from horus.validation import load_json
+
+    exact, longer = "9" * 36 + "e999", "9" * 37 + "e999"  # 40 and 41 characters, both beyond a float
+    for literal, shown in ((exact, exact), (longer, longer[:40] + "...")):
+        path = tmp_path / "n.json"
+        path.write_text(f'{{"a": {literal}}}')
+        with pytest.raises(HorusInputError) as info:
+            load_json(path, "a JSON file")
+        assert info.value.message == f"number {shown} is too large for a float; expected a finite number"
