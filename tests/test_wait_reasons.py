@@ -117,6 +117,10 @@ def test_the_core_keeps_a_reason_per_queued_job_and_refreshes_it_when_the_state_
     state.enqueue(queued)  # re-entering the queue counts as a new entry
     core.schedule(4.0)
     assert [j for j, _ in core.new_waits] == ["A"]
+    state.withdraw("A")  # the newest explained entry leaves: older ones are still not explained again
+    state.submit(job("E", 0.0, 10), 5.0)
+    core.schedule(5.0)
+    assert [j for j, _ in core.new_waits] == ["E"]
 
 
 @pytest.mark.parametrize("policy", ["fifo-exclusive", "horus", "gandiva", "tiresias"])
@@ -163,7 +167,11 @@ def test_the_live_service_api_and_cli_say_why_a_job_waits(tmp_path: Path) -> Non
 
 def test_a_reason_is_kept_until_the_state_changes_and_departed_jobs_do_not_pile_up() -> None:
     state = state_with([Node("s", SMALL, 2)], queued=[("A", 1, None)])
+    for i in range(3):  # some history: the state's version is well above 1
+        state.submit(job(f"h{i}", 0.0, 10), 0.0)
+        state.withdraw(f"h{i}")
     core = SchedulerCore(state, Holding(), Recording())
+    assert core.reason("A").code == BEHIND_JOBS  # asked before any step: explained on demand
     core.schedule(1.0)
     assert "queued jobs before it" not in core.new_waits[0][1].message  # after a step: no O(queue) count
     first = core.reason("A")
@@ -186,6 +194,7 @@ def test_a_reason_is_kept_until_the_state_changes_and_departed_jobs_do_not_pile_
     assert len(core._reasons) == 2 * 600 + 1024  # at the bound: kept
     state.submit(job("D", 0.0, 10), 6.0)
     core.schedule(6.0)
+    assert len(core._reasons) == 2 * 600 + 1024 + 1  # below the new bound (601 queued): kept
     state.withdraw("D")
     core.schedule(7.0)
     assert len(core._reasons) == 600  # one more: only queued jobs' reasons remain
