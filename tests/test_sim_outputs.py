@@ -60,7 +60,9 @@ def test_run_comparison_writes_everything(tmp_path: Path) -> None:
 
 
 def test_unknown_policy_name_is_reported(tmp_path: Path) -> None:
-    with pytest.raises(KeyError, match="unknown policy 'nope'"):
+    from horus.errors import HorusInputError
+
+    with pytest.raises(HorusInputError, match="--policy: unknown policy 'nope'"):
         run_comparison([job("a", 0.0, 1)], cluster(), ["nope"], ToyTruth({"toya/b1": SoloTruth(0.4, 1.0, 1.0)}),
                        ConstPredictor(), SimConfig(), tmp_path, {}, False)
 
