@@ -19,7 +19,8 @@ from horus.errors import HorusInputError
 from horus.plugins import load_all
 from horus.policies.base import POLICIES
 from horus.predict.analytic import AnalyticPredictor
-from horus.service.scheduler import LiveScheduler, check_policy
+from horus.core import create_policy
+from horus.service.scheduler import LiveScheduler
 from horus.service.store import NewJob, Store, StoreError
 from service_helpers import kill_job_processes, wait_for
 
@@ -88,9 +89,9 @@ def test_every_registered_policy_runs_real_jobs(make_live, policy: str) -> None:
 
 def test_oracle_refuses_to_run_live(tmp_path: Path) -> None:
     with pytest.raises(OracleNeedsTruthError, match="truth"):
-        check_policy("oracle")
+        create_policy("oracle")
     with pytest.raises(HorusInputError, match="unknown policy"):
-        check_policy("no-such-policy")
+        create_policy("no-such-policy")
 
 
 def test_store_fences_stale_attempts_and_survives_reopen(tmp_path: Path) -> None:

@@ -68,20 +68,22 @@ def explain(job: QueuedJob, state: SchedulerState, *, colocates: bool, ahead: Ca
     spec = job.spec
     k = spec.num_gpus
     accepted = accepted_gpu_types(spec.gpu_type_request)
-    names = state.gpu_type_names
-    eligible = np.ones(len(names), dtype=bool) if accepted is None else np.isin(names, sorted(accepted))
     wanted = spec.gpu_type_request or "any type"
-    n_eligible = int(eligible.sum())
-    if len(names) == 0:
+    n_gpus = state.cluster.num_gpus
+    if n_gpus == 0:
         return WaitReason(NO_GPU_OF_TYPE, "the cluster has no GPUs now (no machine is up)", True)
+    eligible = np.zeros(n_gpus, dtype=bool)
+    mem_need = np.zeros(n_gpus)  # predicted memory per worker on each accepted GPU
+    share = min(1.0, gpu_share(spec))
+    for gpu_type, where in state.gpus_of_type:
+        if accepted is None or gpu_type.name in accepted:
+            eligible[where] = True
+            mem_need[where] = state.predict(spec, gpu_type).mem_mib * share
+    n_eligible = int(eligible.sum())
     if n_eligible == 0:
         return WaitReason(NO_GPU_OF_TYPE, f"no GPU of type {wanted} in the cluster", True)
     if n_eligible < k:
         return WaitReason(GANG_TOO_LARGE, f"needs {k} GPUs of {wanted}; the cluster has {n_eligible}", True)
-    mem_need = np.zeros(len(names))
-    share = min(1.0, gpu_share(spec))
-    for gpu_type, where in state.gpus_of_type:
-        mem_need[where] = state.predict(spec, gpu_type).mem_mib * share
     fits = eligible & (mem_need <= state.mem_capacity_mib)
     if int(fits.sum()) < k:
         largest = int(state.mem_capacity_mib[eligible].max())

@@ -121,13 +121,16 @@ class AdaptiveHorusPolicy(Policy):
         self.model_dir = interference_model
         self.prior_sigma = prior_sigma
         self.colocate = colocate and max_residents > 1
-        self.colocates = self.colocate
         self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
         self.tracker: ObservedThroughput | None = None
         self._predictor: object = None
         self.unpacked = 0
         self.migrated = 0
         self._quiet: tuple[GPULoad, int, list[QueuedJob]] | None = None  # (load, samples, head): an idle call
+
+    @property
+    def colocates(self) -> bool:  # type: ignore[override]
+        return self.colocate
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": False, "order": self.order_rule.name, "margin": self.margin,

@@ -46,11 +46,6 @@ UNKNOWN_ITERATIONS = 1e6
 PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
 
 
-def check_policy(name: str, options: Mapping[str, object] | None = None) -> None:
-    """HorusInputError for an unknown policy; OracleNeedsTruthError for one that needs the simulator's truth."""
-    create_policy(name, options)
-
-
 class LiveScheduler:
     """The live service's scheduler (see module docstring)."""
 

@@ -90,10 +90,11 @@ def serve(config: ServeConfig) -> int:
     from horus.service.api import create_app
     from horus.service.metrics import ServiceMetrics
     from horus.service.backends import BACKENDS
-    from horus.service.scheduler import LiveScheduler, check_policy
+    from horus.core import create_policy
+    from horus.service.scheduler import LiveScheduler
     from horus.service.store import Store, StoreError
 
-    check_policy(config.policy)
+    create_policy(config.policy)  # refused before anything starts: unknown, or an oracle
     load_all("horus.predict")
     if config.predictor not in PREDICTORS:
         raise HorusInputError("--predictor", f"unknown predictor {config.predictor!r}; known: "
