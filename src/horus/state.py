@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -70,7 +71,7 @@ class GPULoad:
         return GPULoad(self.pred_util.copy(), self.pred_mem_mib.copy(), self.n_residents.copy(), self.alloc_share.copy())
 
     def equals(self, other: GPULoad | None) -> bool:
-        """Same per-GPU load (used by policies to reuse work from the previous call)."""
+        """Same per-GPU load, value by value."""
         return (other is not None and len(other.n_residents) == len(self.n_residents)
                 and np.array_equal(self.n_residents, other.n_residents)
                 and np.array_equal(self.pred_mem_mib, other.pred_mem_mib)
@@ -90,7 +91,9 @@ class SchedulerState:
     """Queue, running jobs and per-GPU predicted load of one cluster.
 
     Backends call ``submit``, ``start``, ``finish``, ``requeue``, ``withdraw`` and ``enqueue``; each bumps
-    ``version``, so "nothing changed since" is one integer comparison. Policies only read (and plan on
+    ``version`` (those that start or stop a job also ``load_version``), so "nothing changed since" is one
+    integer comparison. ``SchedulerCore`` numbers its policy calls (``begin_step``) and marks a step whose
+    actions were all carried out as planned (``settle``); ``PlanMemo`` builds on that. Policies only read (and plan on
     ``tentative()`` copies). ``predict`` caches predictions per (job type, GPU type).
     """
 
@@ -108,6 +111,9 @@ class SchedulerState:
         self.gpus_of_type = [(t, np.flatnonzero(self.gpu_type_names == t.name)) for t in cluster.gpu_types()]
         self._pred_cache: dict[tuple[str, str], Prediction] = {}
         self.version = 0  # bumped by every transition
+        self.load_version = 0  # bumped whenever a job starts or stops (the per-GPU load changed)
+        self.step = 0  # policy calls made by the core so far
+        self._settled: dict[int, int] = {}  # recent step -> load_version once its actions were all carried out
         self.gpu_changes = np.zeros(cluster.num_gpus, dtype=np.int64)  # per GPU: times a resident came or went
         self.entries = 0  # queue entries so far (``QueuedJob.entered``: newer entries are larger)
 
@@ -123,6 +129,23 @@ class SchedulerState:
     def tentative(self) -> GPULoad:
         """A private copy of the per-GPU load to plan several placements on."""
         return self.load.copy()
+
+    # ---- policy steps (the core only) -------------------------------------------------------
+    def begin_step(self) -> int:
+        """Number the policy call about to be made."""
+        self.step += 1
+        return self.step
+
+    def settle(self, step: int) -> None:
+        """The actions of ``step`` were all carried out as planned: the load now is the load that step planned."""
+        self._settled[step] = self.load_version
+        if len(self._settled) > 16:
+            del self._settled[min(self._settled)]
+
+    def load_as_planned(self, step: int) -> bool:
+        """True while the load is exactly what policy call ``step`` planned: that step was settled and no job
+        started or stopped since."""
+        return self._settled.get(step) == self.load_version
 
     # ---- transitions (backends only) ----------------------------------------------------
     def submit(self, spec: JobSpec, now: float) -> None:
@@ -173,6 +196,7 @@ class SchedulerState:
         return queued
 
     def _apply(self, run: RunningJob, sign: int) -> None:
+        self.load_version += 1
         self.gpu_changes[list(run.gpus)] += 1
         for gpu in run.gpus:
             if sign > 0:
@@ -181,3 +205,24 @@ class SchedulerState:
                 self.residents[gpu].remove(run.spec.job_id)
         pred = self.predict(run.spec, self.cluster.gpus[run.gpus[0]].gpu_type)
         self.load.add(run.gpus, pred, gpu_share(run.spec), sign)
+
+
+T = TypeVar("T")
+
+
+class PlanMemo(Generic[T]):
+    """What a policy concluded in one call about its planned load (e.g. the jobs it found unplaceable there),
+    trusted at a later call only while the load is exactly as that call planned it
+    (``SchedulerState.load_as_planned``); otherwise ``recall`` gives ``empty``. Placement is monotone in the
+    load, so a job unplaceable under a load stays so until some job starts or stops."""
+
+    def __init__(self, empty: T) -> None:
+        self.empty = empty
+        self.value = empty
+        self.step = -1
+
+    def remember(self, state: SchedulerState, value: T) -> None:
+        self.value, self.step = value, state.step
+
+    def recall(self, state: SchedulerState) -> T:
+        return self.value if state.load_as_planned(self.step) else self.empty

@@ -119,24 +119,30 @@ class SchedulerCore:
         if not self.wants_step():  # nothing to start: the policy is not asked
             self.last_started = 0
             return []
+        step = state.begin_step()
         began = time.perf_counter()
         actions = self.policy.schedule(state)
         self.last_decision_s = time.perf_counter() - began
         started = 0
+        as_planned = True
         for action in actions:
             if isinstance(action, Start):
                 spec, gpus = self.check_start(action)
                 self.executor.start(spec, gpus, now)
                 self._reasons.pop(spec.job_id, None)
                 started += 1
+                as_planned = as_planned and spec.job_id in state.running
             elif isinstance(action, Preempt):
                 if action.job_id not in state.running:
                     raise InvalidActionError(f"policy {self.policy.name!r} preempted job {action.job_id!r}, "
                                              f"which is not running")
                 self.executor.preempt(action.job_id, now)
+                as_planned = as_planned and action.job_id in state.queue
             else:
                 raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")
         self.last_started = started
+        if as_planned:  # e.g. no start failed out of memory: policies may trust what they planned (PlanMemo)
+            state.settle(step)
         self._explain_new_entries()
         return actions
 

@@ -51,7 +51,7 @@ from horus.policies.cluster_index import cluster_index, job_mem_per_gpu
 from horus.policies.geng_cluster_level import ClusterLevel, op_mix, op_mix_similarity
 from horus.policies.geng_node_level import NodeLevel
 from horus.policies.resident_types import ResidentTypes
-from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
 
 __all__ = ["GengPolicy", "ResidentTypes", "op_mix", "op_mix_similarity"]
 
@@ -83,8 +83,7 @@ class GengPolicy(Policy):
         self.cluster_level = ClusterLevel(similarity_weight=similarity_weight, free_weight=free_weight,
                                           memory_weight=memory_weight)
         self.node_level = NodeLevel(comm_weight=comm_weight, max_subsets=max_subsets)
-        self._expected: GPULoad | None = None  # state.load expected at the next call
-        self._blocked: set[str] = set()  # jobs unplaceable under _expected
+        self._blocked: PlanMemo[frozenset[str]] = PlanMemo(frozenset())  # jobs unplaceable under the planned load
 
     def describe(self) -> dict[str, object]:
         source = self.estimator.describe() if self.estimator else {
@@ -102,9 +101,8 @@ class GengPolicy(Policy):
         if self.estimator is None:
             self.estimator = estimator_for(self.model_dir, state.predictor, self.model)
         window = list(islice(state.queue.values(), self.max_scan))
-        if self._blocked and not self._unchanged(state):
-            self._blocked = set()
-        if self._blocked and all(job.spec.job_id in self._blocked for job in window):
+        blocked = self._blocked.recall(state)
+        if blocked and all(job.spec.job_id in blocked for job in window):
             return []
         self.types.sync(state)
         self.idx = cluster_index(state.cluster)
@@ -117,7 +115,7 @@ class GengPolicy(Policy):
         for i, job in enumerate(window):
             spec = job.spec
             kind = (spec.job_type, spec.num_gpus, spec.gpu_fraction, spec.gpu_type_request, job.oom_failures > 0)
-            skip = spec.job_id in self._blocked or kind in hopeless or not possible[i]
+            skip = spec.job_id in blocked or kind in hopeless or not possible[i]
             gpus = None if skip else self.place(job, load, state)
             if gpus is None:
                 waiting.add(spec.job_id)
@@ -131,12 +129,8 @@ class GengPolicy(Policy):
             actions.append(Start(spec.job_id, gpus))
             possible[i + 1:] = self.possible(window[i + 1:], load, state)
         if self.max_residents <= 2:  # see the module docstring: only then is "unplaceable" kept until the load changes
-            self._blocked = waiting
-            self._expected = load if waiting else None
+            self._blocked.remember(state, frozenset(waiting))
         return actions
-
-    def _unchanged(self, state: SchedulerState) -> bool:
-        return state.load.equals(self._expected)
 
     def _begin(self, load: GPULoad, state: SchedulerState) -> None:
         """Job-independent per-GPU and per-node quantities of the planned load."""

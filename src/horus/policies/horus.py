@@ -12,7 +12,7 @@ from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.horus_placement import HorusPlacement
 from horus.policies.ordered import Placement
 from horus.predict.base import Prediction
-from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
 
 Choice = tuple[tuple[int, ...], float] | None
 
@@ -43,8 +43,7 @@ class HorusPolicy(Policy):
         self.placement = placement or HorusPlacement(util_cap=util_cap, mem_margin=mem_margin,
                                                      max_residents=max_residents, weights=weights)
         self.bypassed: dict[str, int] = {}
-        self._expected: GPULoad | None = None  # state.load we expect at the next call
-        self._blocked: set[str] = set()  # jobs unplaceable under _expected
+        self._blocked: PlanMemo[frozenset[str]] = PlanMemo(frozenset())  # jobs unplaceable under the planned load
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": self.is_oracle, "lookahead": self.lookahead,
@@ -70,15 +69,10 @@ class HorusPolicy(Policy):
         """Called for each planned start (the oracle tracks co-runner types)."""
 
     # ---- scheduling ----------------------------------------------------------------------------
-    def _unchanged(self, state: SchedulerState) -> bool:
-        return state.load.equals(self._expected)
-
     def schedule(self, state: SchedulerState) -> list[Action]:
         if not state.queue:
             return []
-        if self._blocked and not self._unchanged(state):
-            self._blocked = set()
-        blocked = self._blocked
+        blocked = self._blocked.recall(state)
         queue_iter = iter(state.queue.values())
         window = list(islice(queue_iter, self.lookahead))
         if blocked and blocked.issuperset([job.spec.job_id for job in window]):
@@ -87,15 +81,13 @@ class HorusPolicy(Policy):
         placement = self.placement
         placement.begin(load, state)
         if not placement.any_room():
-            self._remember(state, [], window)
+            self._remember(state, window)
             return []
-        planned_on_state = load is state.load and type(self).job_load is HorusPolicy.job_load
         # The placeable jobs of the window with their choice, in window order (ties: first wins).
         live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]] = {}
         fresh = [job for job in window if job.spec.job_id not in blocked] if blocked else window
         self._choose_into(live, fresh, load, state)
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
-        added = 0  # planned starts already added to ``load``
         while window:
             head = window[0]
             if self.bypassed.get(head.spec.job_id, 0) > self.max_bypass:
@@ -120,7 +112,6 @@ class HorusPolicy(Policy):
             if load is state.load:
                 load = load.copy()  # copy on first write
             load.add(gpus, self.job_load(best, gpus[0], state), gpu_share(best.spec))
-            added += 1
             placement.update(load, state)
             if not placement.any_room():
                 break
@@ -132,8 +123,7 @@ class HorusPolicy(Policy):
                 stale.append(refill)
             if stale:
                 self._choose_into(live, stale, load, state)
-        planned = load if planned_on_state and load is not state.load else None
-        self._remember(state, started, window, planned, added)
+        self._remember(state, window)
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
 
     def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
@@ -146,20 +136,8 @@ class HorusPolicy(Policy):
             else:
                 live[job.spec.job_id] = (job, choice)
 
-    def _remember(self, state: SchedulerState, started: list[tuple[QueuedJob, tuple[int, ...]]],
-                  waiting: list[QueuedJob], planned: GPULoad | None = None, added: int = 0) -> None:
-        """Record the load expected at the next call and the jobs that could not start under it.
-
-        ``planned``, if given, is ``state.load`` plus the first ``added`` starts, added in the same
-        order with the same predictions (so the very same floats): it is completed instead of copied.
-        """
-        self._blocked = {job.spec.job_id for job in waiting}
-        if not self._blocked:
-            self._expected = None
-            return
-        expected = planned if planned is not None else state.tentative()
-        for job, gpus in started[added if planned is not None else 0:]:
-            expected.add(gpus, state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(job.spec))
-        self._expected = expected
+    def _remember(self, state: SchedulerState, waiting: list[QueuedJob]) -> None:
+        """The jobs that could not start under the planned load (trusted while the load stays as planned)."""
+        self._blocked.remember(state, frozenset(job.spec.job_id for job in waiting))
         if len(self.bypassed) > 4 * len(state.queue) + 1024:
             self.bypassed = {jid: n for jid, n in self.bypassed.items() if jid in state.queue}

@@ -41,7 +41,7 @@ from horus.policies.horus_placement import HorusPlacement
 from horus.policies.observed import ObservedThroughput
 from horus.policies.ordered import EPS, ORDERS, needs_empty_gpu
 from horus.policies.sjf import SjfOrder, predicted_remaining_s
-from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
 
 
 @dataclass
@@ -126,7 +126,8 @@ class AdaptiveHorusPolicy(Policy):
         self._predictor: object = None
         self.unpacked = 0
         self.migrated = 0
-        self._quiet: tuple[GPULoad, int, list[QueuedJob]] | None = None  # (load, samples, head): an idle call
+        # (tracker samples, queue head) of a call that found nothing to do, trusted while no job starts or stops
+        self._quiet: PlanMemo[tuple[int, list[QueuedJob]] | None] = PlanMemo(None)
 
     @property
     def colocates(self) -> bool:  # type: ignore[override]
@@ -148,8 +149,7 @@ class AdaptiveHorusPolicy(Policy):
             self._predictor = state.predictor
         self.tracker.observe(state)
         head = self.order_rule.head(state, self.max_scan) if state.queue else []
-        if self._quiet is not None and self._quiet[1] == self.tracker.samples and self._quiet[2] == head \
-                and state.load.equals(self._quiet[0]):
+        if self._quiet.recall(state) == (self.tracker.samples, head):
             return []  # nothing seen or changed since a call that found nothing to do
         self.idx = cluster_index(state.cluster)
         actions: list[Action] = []
@@ -162,7 +162,7 @@ class AdaptiveHorusPolicy(Policy):
             load, blocked = self._place_queue(state, load, actions, head)
         if self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
             self._migrate(state, load, actions, moved)
-        self._quiet = None if actions else (state.load.copy(), self.tracker.samples, head)
+        self._quiet.remember(state, None if actions else (self.tracker.samples, head))
         return actions
 
     # ---- introspection: undo co-locations that do not pay ---------------------------------------

@@ -30,7 +30,7 @@ from horus.policies.cluster_index import ClusterIndex, cluster_index, job_predic
 from horus.policies.gpu_selection import select_gpus
 from horus.predict.base import Prediction
 from horus.registry import Registry
-from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
 
 EPS = 1e-9
 PROBE = 4  # jobs an ordered walk tries directly before asking ``Placement.possible`` about the rest
@@ -256,8 +256,7 @@ class OrderedPolicy(Policy):
         self.backfill = backfill
         self.max_scan = max_scan
         self.name = name or f"{order.name}-{placement.name}"
-        self._expected: GPULoad | None = None  # the planned load at the end of the last call
-        self._unplaced: list[QueuedJob] = []  # the jobs found unplaceable under _expected, in order
+        self._unplaced: PlanMemo[list[QueuedJob]] = PlanMemo([])  # found unplaceable under the planned load, in order
 
     def schedule(self, state: SchedulerState) -> list[Action]:
         if not state.queue:
@@ -269,15 +268,15 @@ class OrderedPolicy(Policy):
         return self.place_in_order(jobs, state.load, state)
 
     def _all_blocked(self, jobs: list[QueuedJob], state: SchedulerState) -> bool:
-        """True when exactly these jobs were all found unplaceable on exactly the current load.
+        """True when exactly these jobs were all found unplaceable on the load, and it has not changed since.
 
         (List equality compares entries by identity first, then by value; equal entries are placed alike.)
         """
-        return bool(jobs) and jobs == self._unplaced and state.load.equals(self._expected)
+        return bool(jobs) and jobs == self._unplaced.recall(state)
 
-    def _remember(self, load: GPULoad, unplaced: list[QueuedJob], state: SchedulerState | None = None) -> None:
-        self._expected = load.copy() if state is not None and load is state.load else load
-        self._unplaced = unplaced
+    def _remember(self, state: SchedulerState, unplaced: list[QueuedJob]) -> None:
+        """``unplaced``: jobs that cannot be placed under the load this call's actions leave."""
+        self._unplaced.remember(state, unplaced)
 
     def place_in_order(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
         """Place ``jobs`` in order on ``load`` (updated as jobs are placed; ``state.load`` is copied
@@ -321,11 +320,11 @@ class OrderedPolicy(Policy):
                 break
             mask, probe_end = None, min(i + PROBE, n)
         if not complete:
-            self._remember(load, [], state)
+            self._remember(state, [])
         elif started:
-            self._remember(load, [job for i, job in enumerate(jobs) if i not in started], state)
+            self._remember(state, [job for i, job in enumerate(jobs) if i not in started])
         else:
-            self._remember(load, jobs, state)
+            self._remember(state, jobs)
         return actions
 
     def _place_strictly(self, jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> list[Action]:
@@ -346,7 +345,7 @@ class OrderedPolicy(Policy):
             if not placement.any_room():
                 break
             possible[i + 1:] = placement.possible(jobs[i + 1:], load, state)
-        self._remember(load, [], state)
+        self._remember(state, [])
         return actions
 
     @property

@@ -76,7 +76,7 @@ class TiresiasPolicy(OrderedPolicy):
         load = state.tentative()
         placement.begin(load, state)
         if not placement.any_room() and not scan_due:
-            self._remember(load, jobs)
+            self._remember(state, jobs)
             return []
         actions: list[Action] = []
         started: set[int] = set()
@@ -99,11 +99,12 @@ class TiresiasPolicy(OrderedPolicy):
             todo = (np.flatnonzero(placement.possible_rows(rows[i + 1:], load, state)) + (i + 1)).tolist()
             t = 0
         blocked = [job for i, job in enumerate(jobs) if i not in started] if started else jobs
-        self._remember(load, blocked)
+        preempts: list[Preempt] = []
         if blocked and scan_due:
             self._last_preempt_scan = state.now
-            actions.extend(self._preemptions(blocked, state, n_idle=int((load.alloc_share <= 1e-9).sum())))
-        return actions
+            preempts = self._preemptions(blocked, state, n_idle=int((load.alloc_share <= 1e-9).sum()))
+        self._remember(state, [] if preempts else blocked)  # a preemption frees GPUs: nothing is known blocked
+        return actions + preempts
 
     def _preemptions(self, blocked: list[QueuedJob], state: SchedulerState, n_idle: int) -> list[Preempt]:
         thresholds = self.order_rule.thresholds
