@@ -210,7 +210,7 @@ def test_geng_waits_then_places_once_the_blocking_job_finishes() -> None:
 # ---- horus-iasp: the vectorised interference term equals the per-GPU loop --------------------------
 def loop_iasp(model: InterferenceModel) -> object:
     """horus-iasp with its interference term computed GPU by GPU (the straightforward reference)."""
-    from horus.policies.gpu_selection import select_gpus
+    from horus.policies.parts.gpu_selection import select_gpus
     from horus.policies.horus_iasp import HorusIASPPolicy
 
     class Reference(HorusIASPPolicy):

@@ -12,8 +12,8 @@ import horus.catalog
 from horus.cluster import GPUType
 from horus.interference.slowdown import estimator_for
 from horus.policies.base import POLICIES, Preempt, Start
-from horus.policies.horus_adaptive import AdaptiveHorusPolicy
-from horus.policies.observed import ObservedThroughput
+from horus.policies.horus import AdaptiveHorusPolicy
+from horus.interference.observed import ObservedThroughput
 from horus.sim.engine import simulate
 from horus.state import SchedulerState
 from horus.truth.base import SoloTruth, TruthModel

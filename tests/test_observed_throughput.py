@@ -17,7 +17,7 @@ from horus.interference.base import InterferenceModel
 from horus.interference.data import JobFeatures, Observation
 from horus.interference.slowdown import SlowdownEstimator
 from horus.jobs import JobSpec
-from horus.policies.observed import ObservedThroughput
+from horus.interference.observed import ObservedThroughput
 from horus.predict.base import Prediction, Predictor
 from horus.state import RunningJob, SchedulerState
 

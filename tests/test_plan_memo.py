@@ -9,13 +9,13 @@ start by another step make the policy look again; an arrival does not.
 from __future__ import annotations
 
 import pytest
+from sim_fakes import ConstPredictor
 
 from horus.cluster import Cluster, GPUType, Node
 from horus.core import SchedulerCore, create_policy
 from horus.jobs import JobSpec
 from horus.policies.base import Action, Policy, Preempt, Start
 from horus.state import PlanMemo, SchedulerState
-from sim_fakes import ConstPredictor
 
 V100 = GPUType("v100", 16_000, 1.0)
 MEMOISING = ["fifo-exclusive", "sjf-exclusive", "tiresias", "horus-paper", "geng", "horus", "gandiva"]

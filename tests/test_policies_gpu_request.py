@@ -8,7 +8,7 @@ from policies_fakes import TablePredictor, TableTruth, policy, queue, starts
 from horus.cluster import Cluster, GPUType, Node
 from horus.jobs import JobSpec
 from horus.plugins import load_all
-from horus.policies.cluster_index import cluster_index
+from horus.policies.parts.cluster_index import cluster_index
 from horus.policies.base import POLICIES
 from horus.sim.engine import SimConfig, simulate
 from horus.state import SchedulerState

@@ -7,8 +7,8 @@ from policies_fakes import TableTruth, make_state, policy, queue, run_job, spec,
 
 from horus.errors import OracleAccessError
 from horus.policies.base import POLICIES, Preempt, Start
-from horus.policies.compose import make_composed
-from horus.policies.ordered import ORDERS, PLACEMENTS
+from horus.policies.parts.compose import make_composed
+from horus.policies.parts.ordered import ORDERS, PLACEMENTS
 from horus.policies.tiresias import queue_index
 
 TABLE = {

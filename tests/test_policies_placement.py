@@ -185,8 +185,8 @@ def test_every_policy_returns_nothing_for_an_empty_queue(name: str) -> None:
 def test_horus_idle_fast_path_matches_the_general_cost() -> None:
     import numpy as np
 
-    from horus.policies.gpu_selection import select_gpus
-    from horus.policies.horus_placement import HorusPlacement
+    from horus.policies.parts.gpu_selection import select_gpus
+    from horus.policies.placements.horus import HorusPlacement
     from horus.state import QueuedJob
 
     from policies_fakes import spec

@@ -22,7 +22,7 @@ from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Preempt, Start
-from horus.policies.compose import make_composed
+from horus.policies.parts.compose import make_composed
 from horus.predict.base import Prediction, Predictor
 from horus.state import QueuedJob, SchedulerState
 
@@ -203,7 +203,7 @@ def test_any_composition_matches_the_reference(order: str, placement: str) -> No
 @pytest.mark.parametrize("name", ["horus-paper", "sjf-exclusive", "gandiva-greedy"])
 def test_large_cluster_node_selection_matches_the_reference(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``select_gpus`` looks only at nodes with a feasible GPU on large clusters: force that path here."""
-    import horus.policies.gpu_selection as gpu_selection
+    import horus.policies.parts.gpu_selection as gpu_selection
 
     monkeypatch.setattr(gpu_selection, "ALL_NODES_UP_TO", 0)
     calls, started = drive(name, {}, seed=6)

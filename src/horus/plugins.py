@@ -7,8 +7,8 @@ import pkgutil
 
 
 def load_all(package: str) -> None:
-    """Import all modules of ``package`` (e.g. ``"horus.policies"``)."""
+    """Import all modules of ``package`` and of its subpackages (e.g. ``"horus.policies"``)."""
     pkg = importlib.import_module(package)
-    for module in pkgutil.iter_modules(pkg.__path__):
-        if not module.name.startswith("_"):
-            importlib.import_module(f"{package}.{module.name}")
+    for module in pkgutil.walk_packages(pkg.__path__, prefix=f"{package}."):
+        if not module.name.rsplit(".", 1)[-1].startswith("_"):
+            importlib.import_module(module.name)

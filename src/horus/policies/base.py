@@ -2,7 +2,7 @@
 
 Write a policy by subclassing ``Policy`` and registering it in ``POLICIES``. Most policies are a
 queue order x a placement: subclass nothing, register ``make_composed(order, placement)`` instead
-(``horus.policies.ordered``: ``QueueOrder``, ``Placement``, ``OrderedPolicy``). Policies never
+(``horus.policies.parts.ordered``: ``QueueOrder``, ``Placement``, ``OrderedPolicy``). Policies never
 receive a truth model unless they set ``is_oracle = True`` (then the backend passes it through
 ``bind_truth``; such policies read the truth and say so in their name and docs; they are references, not bounds).
 
@@ -23,7 +23,7 @@ from horus.registry import Registry
 from horus.state import QueuedJob, SchedulerState
 
 if TYPE_CHECKING:
-    from horus.policies.ordered import Placement
+    from horus.policies.parts.ordered import Placement
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Gandiva (Xiao et al., "Gandiva: Introspective Cluster Scheduling for Deep Learning", OSDI 2018) and the
-strawman packing placement it replaces.
+"""Policy ``gandiva``: Gandiva (Xiao et al., "Gandiva: Introspective Cluster Scheduling for Deep Learning",
+OSDI 2018), packing under load with introspection.
 
 ``gandiva`` (``GandivaPolicy``) models the paper's packing and introspection, from job specs, predictions and
 telemetry only (never the truth):
@@ -32,8 +32,9 @@ job's GPU count, migration for defragmentation or locality of multi-GPU jobs, it
 utilization and mini-batch time to pick packing candidates, and its per-user fairness. Unpacking needs a
 pair to have been observed once, i.e. it acts at the next scheduling call after the pair ran.
 
-``gandiva-greedy`` (``GandivaPlacement`` composed with FIFO) is the earlier **strawman** kept for
-reference: it packs whenever memory fits (no per-GPU cap, no memory margin, gangs too) and never unpacks.
+``gandiva-greedy`` (FIFO x the ``gandiva`` placement of ``horus.policies.placements.gandiva``) is the earlier
+**strawman** kept for reference: it packs whenever memory fits (no per-GPU cap, no memory margin, gangs too)
+and never unpacks.
 """
 
 from __future__ import annotations
@@ -43,12 +44,17 @@ from typing import Any
 
 import numpy as np
 
+from horus.interference.observed import ObservedThroughput
 from horus.interference.slowdown import estimator_for
 from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
-from horus.policies.cluster_index import cluster_index, job_mem_per_gpu, job_predictions
-from horus.policies.exclusive import ExclusivePlacement
-from horus.policies.observed import ObservedThroughput
-from horus.policies.ordered import EPS, PLACEMENTS, KeyedOrder, Placement, count_at_least, fifo_head, needs_empty_gpu
+from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
+from horus.policies.parts.ordered import (
+    EPS,
+    KeyedOrder,
+    fifo_head,
+    needs_empty_gpu,
+)
+from horus.policies.placements.exclusive import ExclusivePlacement
 from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 
 
@@ -293,51 +299,3 @@ def gandiva(**kwargs: Any) -> Policy:
     """Gandiva (OSDI 2018): FIFO, packs two single-GPU jobs per GPU only under load, unpacks and migrates
     from observed throughput."""
     return GandivaPolicy(**kwargs)
-
-
-# ---- the strawman kept for reference ----------------------------------------------------------------
-@PLACEMENTS.register("gandiva")
-class GandivaPlacement(Placement):
-    """The **strawman** packing placement (policy ``gandiva-greedy``), kept for reference: pack jobs onto
-    GPUs whose predicted memory still fits (sum of predicted memory + the new job's <= capacity, no
-    margin), choosing the GPU with the fewest residents (ties: lowest index), with no per-GPU cap, gangs
-    included, whether or not GPUs are idle, and never unpacking. Multi-GPU jobs: fewest nodes, then
-    fewest residents in total. An empty GPU takes any job (even one predicted too big); a job that
-    already failed out-of-memory goes only to an empty GPU. ``GandivaPolicy`` is the faithful model.
-    """
-
-    name = "gandiva"
-
-    def update(self, load: GPULoad, state: SchedulerState) -> None:
-        self.free_mib = state.mem_capacity_mib - load.pred_mem_mib
-        self.max_free_mib = float(self.free_mib.max()) if len(self.free_mib) else 0.0
-        self.n_empty = int((load.n_residents == 0).sum())
-
-    def any_room(self) -> bool:
-        return self.n_empty > 0 or self.max_free_mib > 0.0
-
-    def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
-        """False when fewer than k GPUs are empty or have room for the job's least predicted memory."""
-        k, mem, empty = r[:, 0], r[:, 1], r[:, 4] > 0
-        ok = k <= self.n_empty
-        rest = ~ok & ~empty
-        if rest.any():
-            shared_free = self.free_mib[load.n_residents > 0]
-            ok[rest] = self.n_empty + count_at_least(shared_free, mem[rest]) >= k[rest]
-        return ok
-
-    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
-        spec = job.spec
-        preds = job_predictions(spec, state, self.idx)
-        if self.n_empty < spec.num_gpus and min(p.mem_mib for p in preds) > self.max_free_mib:
-            return None
-        if needs_empty_gpu(job):
-            if spec.num_gpus > self.n_empty:
-                return None
-            feasible = load.n_residents == 0
-        else:
-            feasible = (self.free_mib >= self.idx.per_gpu([p.mem_mib for p in preds])) | (load.n_residents == 0)
-        allowed = self.idx.allowed(spec)
-        if allowed is not None:
-            feasible = feasible & allowed
-        return np.where(feasible, load.n_residents.astype(float), np.inf)

@@ -47,10 +47,10 @@ import numpy as np
 from horus.interference.base import InterferenceModel
 from horus.interference.slowdown import SlowdownEstimator, estimator_for
 from horus.policies.base import POLICIES, Action, Policy, Start
-from horus.policies.cluster_index import cluster_index, job_mem_per_gpu
-from horus.policies.geng_cluster_level import ClusterLevel, op_mix, op_mix_similarity
-from horus.policies.geng_node_level import NodeLevel
-from horus.policies.resident_types import ResidentTypes
+from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
+from horus.policies.parts.geng_cluster_level import ClusterLevel, op_mix, op_mix_similarity
+from horus.policies.parts.geng_node_level import NodeLevel
+from horus.policies.parts.resident_types import ResidentTypes
 from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
 
 __all__ = ["GengPolicy", "ResidentTypes", "op_mix", "op_mix_similarity"]

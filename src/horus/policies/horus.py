@@ -1,143 +1,479 @@
-"""``horus-paper``: the original Horus rule -- look-ahead over the first K queued jobs with the placement cost
-from predicted utilization, memory and co-runners (summed predicted utilization under a cap). Kept for
-reference; ``horus`` (``horus_adaptive``) co-locates only where predicted gain and avoided wait pay."""
+"""``horus``: co-locate only where it pays, learn from what running jobs show, undo what does not pay.
+
+A queue order (``sjf`` by predicted remaining time by default; ``fifo`` and Tiresias' LAS compose the
+same way) walks the queue. Each job takes idle GPUs when there are any (exclusive placement:
+consolidated, best fit). Otherwise a single-GPU job may join a busy GPU, but only when
+
+* the set's predicted combined normalized throughput, minus ``kappa`` times its uncertainty, exceeds
+  the residents' current combined throughput by ``margin`` or more (``horus.interference.observed``: the
+  running mean observed for that type set, else the prior -- by default the untrained summed-utilization
+  rule on predicted utilization -- corrected by each type's observed residual); and
+* co-locating shortens expected completion: the wait it avoids (when enough GPUs are predicted to
+  free up for the jobs ahead of it and itself, from running jobs' remaining iterations and observed
+  rates) exceeds the time lost to interference while they overlap (overlap x lost throughput);
+* memory fits with ``mem_margin`` of the card spare, at most ``max_residents`` share a GPU, and no
+  multi-GPU job is involved (gang-aware: a gang runs at its slowest worker and slowing one GPU of it
+  costs every GPU it holds, so gangs only take idle GPUs and single jobs never join a gang's GPU).
+
+Each call first reads telemetry (``ObservedThroughput.observe``), then **unpacks** GPUs whose observed
+combined throughput is below ``unpack_below`` (the newest resident is preempted and, if a GPU is idle,
+restarted there at once), and after placing **migrates**: while GPUs stay idle, the co-located job with
+the most remaining work (more than ``migrate_min_s`` of it) moves to an idle GPU (a preemption plus a
+checkpoint-restore stall). The policy never reads the truth. ``horus-paper`` keeps the original rule
+(summed predicted utilization under a cap, look-ahead over the queue) for reference.
+"""
 
 from __future__ import annotations
 
-from itertools import islice
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 
-from horus.policies.base import POLICIES, Action, Policy, Start
-from horus.policies.horus_placement import HorusPlacement
-from horus.policies.ordered import Placement
-from horus.predict.base import Prediction
+from horus.interference.observed import ObservedThroughput
+from horus.interference.slowdown import estimator_for
+from horus.plugins import load_all
+from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
+from horus.policies.orders.sjf import SjfOrder, predicted_remaining_s
+from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
+from horus.policies.parts.gpu_selection import select_gpus
+from horus.policies.parts.ordered import EPS, ORDERS, needs_empty_gpu
+from horus.policies.placements.exclusive import ExclusivePlacement
+from horus.policies.placements.horus import HorusPlacement
 from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
 
-Choice = tuple[tuple[int, ...], float] | None
+
+@dataclass
+class _Snapshot:
+    free_at: np.ndarray  # predicted seconds until each busy GPU is idle, ascending
+    first_end: np.ndarray  # per GPU: predicted seconds until its first resident ends (inf when idle)
+    x_now: dict[str, float]  # believed normalized throughput of co-located running jobs
+
+    def wait(self, gpus_needed: int) -> float:
+        """Predicted wait until ``gpus_needed`` GPUs have freed up (inf if never)."""
+        if gpus_needed <= 0:
+            return 0.0
+        return float(self.free_at[gpus_needed - 1]) if gpus_needed <= len(self.free_at) else math.inf
 
 
-@POLICIES.register("horus-paper")
-class HorusPolicy(Policy):
-    """Look at the first ``lookahead`` queued jobs (FIFO order); repeatedly start the (job, GPUs) pair
-    of lowest cost per worker among them, refilling the window from the queue, until none fits.
+@dataclass
+class _Plan:
+    types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types started on it this call
+    started: set[str] = field(default_factory=set)
+    no_gain: set[tuple[str, int, str | None]] = field(default_factory=set)  # (type, GPUs, request) with no paying GPU
+    signatures: dict[int, tuple] = field(default_factory=dict)  # GPU -> what a joining job meets there
+    joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = field(default_factory=dict)
 
-    Aging: each time a job is started ahead of the current head (oldest waiting job), the head's
-    bypass count grows; past ``max_bypass`` only the head may start (the window blocks until it fits),
-    so no job starves. A call may start many jobs. Calls are cheap when nothing changed: jobs found
-    unplaceable are remembered until the cluster load changes, and jobs the placement's ``possible``
-    rules out (fewer than k GPUs could take them) are not evaluated.
-    """
 
-    colocates = True
+class MemoryAwareExclusive(ExclusivePlacement):
+    """Exclusive placement that avoids GPU types the job's predicted memory does not fit (with ``mem_margin``
+    spare) while some idle GPU of another type does; with none, the plain exclusive choice (an idle GPU takes
+    any job). Identical to ``exclusive`` on single-type clusters."""
 
-    name = "horus-paper"
+    def __init__(self, mem_margin: float) -> None:
+        self.mem_margin = mem_margin
 
-    def __init__(self, *, lookahead: int = 64, max_bypass: int = 1024, util_cap: float = 1.0,
-                 mem_margin: float = 0.05, max_residents: int = 4, weights: dict[str, float] | None = None,
-                 placement: HorusPlacement | None = None) -> None:
-        if lookahead < 1 or max_bypass < 0:
-            raise ValueError("lookahead must be >= 1 and max_bypass >= 0")
-        self.lookahead = lookahead
-        self.max_bypass = max_bypass
-        self.placement = placement or HorusPlacement(util_cap=util_cap, mem_margin=mem_margin,
-                                                     max_residents=max_residents, weights=weights)
-        self.bypassed: dict[str, int] = {}
-        self._blocked: PlanMemo[frozenset[str]] = PlanMemo(frozenset())  # jobs unplaceable under the planned load
+    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        cost = super().cost_per_gpu(job, load, state)
+        if cost is None or len(self.idx.types) == 1:
+            return cost
+        mem = job_mem_per_gpu(job.spec, state, self.idx)
+        fits = mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib
+        narrowed = np.where(fits, cost, np.inf)
+        return narrowed if np.isfinite(narrowed).sum() >= job.spec.num_gpus else cost
+
+
+class AdaptiveHorusPolicy(Policy):
+    """Exclusive first; co-locate a single-GPU job only where predicted gain and avoided wait pay; unpack
+    and migrate from telemetry. See the module docstring."""
+
+    acts_on_running = True
+    tick_s = 60.0  # telemetry period: running jobs' rates are read at least this often
+
+    def __init__(self, *, order: str = "sjf", margin: float = 0.1, kappa: float = 1.0, max_residents: int = 3,
+                 mem_margin: float = 0.1, unpack_below: float = 1.0, migrate: bool = True,
+                 migrate_min_s: float = 600.0, max_scan: int = 64, background: int = 8, gangs: str = "observed",
+                 critical_path: bool | str = True, horizon_refresh_s: float = 300.0,
+                 interference_model: str | None = None,
+                 prior_sigma: float = 0.15, colocate: bool = True, name: str | None = None) -> None:
+        if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
+            raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
+        load_all("horus.policies")
+        self.order_rule = ORDERS.create(order)
+        self.exclusive = MemoryAwareExclusive(mem_margin)
+        self.fractional = HorusPlacement()  # jobs that request a GPU fraction (gpu_fraction < 1)
+        self.margin, self.kappa = margin, kappa
+        self.max_residents = max_residents
+        self.mem_margin = mem_margin
+        self.unpack_below = unpack_below
+        self.migrate = migrate
+        self.migrate_min_s = migrate_min_s
+        self.max_scan = max_scan
+        self.background = background
+        if gangs not in ("off", "observed", "on"):
+            raise ValueError(f"gangs must be off, observed or on, got {gangs!r}")
+        self.gangs = gangs
+        self.critical_path = critical_path
+        self.horizon_refresh_s = horizon_refresh_s
+        self._horizon, self._horizon_at, self._horizon_state = 0.0, -math.inf, None
+        self.background_order = SjfOrder()
+        self.model_dir = interference_model
+        self.prior_sigma = prior_sigma
+        self.colocate = colocate and max_residents > 1
+        self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
+        self.tracker: ObservedThroughput | None = None
+        self._predictor: object = None
+        self.unpacked = 0
+        self.migrated = 0
+        # (tracker samples, queue head) of a call that found nothing to do, trusted while no job starts or stops
+        self._quiet: PlanMemo[tuple[int, list[QueuedJob]] | None] = PlanMemo(None)
+
+    @property
+    def colocates(self) -> bool:  # type: ignore[override]
+        return self.colocate
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "oracle": self.is_oracle, "lookahead": self.lookahead,
-                "max_bypass": self.max_bypass, **self.placement.describe()}
+        return {"name": self.name, "oracle": False, "order": self.order_rule.name, "margin": self.margin,
+                "kappa": self.kappa, "max_residents": self.max_residents, "mem_margin": self.mem_margin,
+                "unpack_below": self.unpack_below, "migrate": self.migrate, "migrate_min_s": self.migrate_min_s,
+                "colocate": self.colocate, "max_scan": self.max_scan, "background": self.background,
+                "gangs": self.gangs, "critical_path": self.critical_path,
+                **(self.tracker.describe() if self.tracker else {"interference_model": self.model_dir})}
 
-    # ---- hooks the oracle overrides ------------------------------------------------------------
-    def node_placement(self) -> Placement | None:
-        """The paper's rule decides one job by ``placement.evaluate`` (subclasses that change how a job is
-        chosen or loaded, such as ``horus-iasp``, return None)."""
-        return self.placement
-
-    def planning_load(self, state: SchedulerState) -> GPULoad:
-        """The load to plan on; ``state.load`` itself is returned and copied on first write."""
-        return state.load
-
-    def job_load(self, job: QueuedJob, gpu: int, state: SchedulerState) -> Prediction:
-        return state.predict(job.spec, state.cluster.gpus[gpu].gpu_type)
-
-    def choose(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> Choice:
-        return self.placement.evaluate(job, load, state)
-
-    def note_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState) -> None:
-        """Called for each planned start (the oracle tracks co-runner types)."""
-
-    # ---- scheduling ----------------------------------------------------------------------------
+    # ---- the decision step ----------------------------------------------------------------------
     def schedule(self, state: SchedulerState) -> list[Action]:
-        if not state.queue:
-            return []
-        blocked = self._blocked.recall(state)
-        queue_iter = iter(state.queue.values())
-        window = list(islice(queue_iter, self.lookahead))
-        if blocked and blocked.issuperset([job.spec.job_id for job in window]):
-            return []
-        load = self.planning_load(state)
-        placement = self.placement
-        placement.begin(load, state)
-        if not placement.any_room():
-            self._remember(state, window)
-            return []
-        # The placeable jobs of the window with their choice, in window order (ties: first wins).
-        live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]] = {}
-        fresh = [job for job in window if job.spec.job_id not in blocked] if blocked else window
-        self._choose_into(live, fresh, load, state)
-        started: list[tuple[QueuedJob, tuple[int, ...]]] = []
-        while window:
-            head = window[0]
-            if self.bypassed.get(head.spec.job_id, 0) > self.max_bypass:
-                pick = live.get(head.spec.job_id)  # aging: only the head may start
+        if self.tracker is None or self._predictor is not state.predictor:
+            self.tracker = ObservedThroughput(estimator_for(self.model_dir, state.predictor),
+                                              prior_sigma=self.prior_sigma)
+            self._predictor = state.predictor
+        self.tracker.observe(state)
+        head = self.order_rule.head(state, self.max_scan) if state.queue else []
+        if self._quiet.recall(state) == (self.tracker.samples, head):
+            return []  # nothing seen or changed since a call that found nothing to do
+        self.idx = cluster_index(state.cluster)
+        actions: list[Action] = []
+        load = state.load
+        moved: list[tuple[str, int]] = []  # (job id, GPU it leaves) stopped this call
+        if self.colocate:
+            load = self._unpack(state, load, actions, moved)
+        blocked = 0
+        if state.queue:
+            load, blocked = self._place_queue(state, load, actions, head)
+        if self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
+            self._migrate(state, load, actions, moved)
+        self._quiet.remember(state, None if actions else (self.tracker.samples, head))
+        return actions
+
+    # ---- introspection: undo co-locations that do not pay ---------------------------------------
+    def _unpack(self, state: SchedulerState, load: GPULoad, actions: list[Action],
+                moved: list[tuple[str, int]]) -> GPULoad:
+        """Preempt the newest resident of every GPU whose observed combined throughput is below
+        ``unpack_below`` (each job's observed rate over its solo rate; a gang counts on all its GPUs)."""
+        assert self.tracker is not None
+        stopped: set[str] = set()
+        for g in np.flatnonzero(load.n_residents >= 2).tolist():
+            runs = [state.running[j] for j in state.residents[g] if j not in stopped]
+            if len(runs) < 2 or any(not r.observed_rate > 0 or gpu_share(r.spec) < 1.0 - EPS for r in runs):
+                continue  # fractional jobs share by request (their placement is the exclusive one), not by choice
+            gpu_type = state.cluster.gpus[g].gpu_type
+            combined = sum(min(1.0, r.observed_rate / self.tracker.solo_rate(r.spec, gpu_type, state)) for r in runs)
+            if combined < self.unpack_below:
+                newest = max(runs, key=lambda r: (r.start_time, r.spec.job_id))
+                load = self._stop(newest.spec.job_id, state, load, actions)
+                stopped.add(newest.spec.job_id)
+                moved.append((newest.spec.job_id, g))
+                self.unpacked += 1
+        return load
+
+    def _stop(self, job_id: str, state: SchedulerState, load: GPULoad, actions: list[Action]) -> GPULoad:
+        run = state.running[job_id]
+        if load is state.load:
+            load = load.copy()
+        load.add(run.gpus, state.predict(run.spec, state.cluster.gpus[run.gpus[0]].gpu_type), gpu_share(run.spec), -1)
+        actions.append(Preempt(job_id))
+        return load
+
+    # ---- placing queued jobs ---------------------------------------------------------------------
+    def _place_queue(self, state: SchedulerState, load: GPULoad, actions: list[Action],
+                     head: list[QueuedJob]) -> tuple[GPULoad, int]:
+        """Start what pays in queue order, then try the longest waiting jobs as background co-runners;
+        returns the planned load and how many GPUs the jobs left waiting need."""
+        excl = self.exclusive
+        excl.begin(load, state)
+        plan = _Plan()
+        blocked_gpus = 0
+        snap: _Snapshot | None = None
+        for job in self._critical(state) + head:
+            if job.spec.job_id in plan.started:
+                continue
+            spec = job.spec
+            if gpu_share(spec) < 1.0 - EPS:  # a requested share: placed by the paper's rule (memory, utilization)
+                self.fractional.begin(load, state)
+                gpus = self.fractional.place(job, load, state) if self.fractional.any_room() else None
             else:
-                pick = min(live.values(), key=lambda entry: entry[1][1], default=None)
-            if pick is None:
+                gpus = excl.place(job, load, state) if excl.any_room() else None
+            if gpus is None and self._may_share(job):
+                snap = snap or self._snapshot(state)
+                idle_now = int((load.n_residents == 0).sum())
+                gpus = self._colocation(job, load, state, snap.wait(blocked_gpus + spec.num_gpus - idle_now), snap,
+                                        plan)
+            if gpus is None:
+                blocked_gpus += spec.num_gpus
+                continue
+            load = self._plan_start(job, gpus, state, load, plan, actions)
+        if self.colocate and self.background and blocked_gpus:
+            snap = snap or self._snapshot(state)
+            for job in self.background_order.tail(state, self.background):
+                if job.spec.job_id in plan.started or not self._may_share(job):
+                    continue
+                gpus = self._colocation(job, load, state, snap.wait(blocked_gpus), snap, plan)
+                if gpus is not None:
+                    load = self._plan_start(job, gpus, state, load, plan, actions)
+        return load, blocked_gpus
+
+    def _critical(self, state: SchedulerState) -> list[QueuedJob]:
+        """The longest queued jobs whose predicted run time reaches past the remaining work horizon (all
+        predicted work left, queued and running, spread over the cluster's GPUs): started later, they would
+        set the makespan, so they go first, longest first. The horizon is refreshed every
+        ``horizon_refresh_s`` seconds of state time (at least 5 % of the horizon).
+
+        ``critical_path="tail"`` flags more: from the longest job down, every job longer than the GPU-time of
+        the jobs from the longest to itself spread over the cluster (an LPT tail). It shortens the makespan of
+        work-bound batches but costs mean JCT (docs/policies.md gives the measured trade-off)."""
+        if not self.critical_path:
+            return []
+        if self.critical_path == "tail":
+            out: list[QueuedJob] = []
+            behind = 0.0  # GPU-seconds of the jobs from the longest down to this one
+            for job in self.background_order.tail(state, 32):
+                run_s = predicted_remaining_s(job, state)
+                behind += run_s * job.spec.num_gpus
+                if run_s * state.cluster.num_gpus <= behind:
+                    break
+                out.append(job)
+            return out
+        refresh = max(self.horizon_refresh_s, 0.05 * self._horizon)  # O(queue): rarely on long horizons
+        if state.now - self._horizon_at >= refresh or self._horizon_state is not state:
+            work = sum(predicted_remaining_s(job, state) * job.spec.num_gpus for job in state.queue.values())
+            for run in state.running.values():
+                if run.observed_rate > 0:
+                    work += run.iterations_left / run.observed_rate * run.spec.num_gpus
+            self._horizon = work / max(state.cluster.num_gpus, 1)
+            self._horizon_at, self._horizon_state = state.now, state
+        out = []
+        for job in self.background_order.tail(state, 8):
+            if predicted_remaining_s(job, state) < self._horizon:
                 break
-            best, (gpus, _) = pick
-            del live[best.spec.job_id]
-            started.append((best, gpus))
-            self.note_start(best, gpus, state)
-            del window[next(i for i, job in enumerate(window) if job is best)]  # by identity: no dataclass ==
-            self.bypassed.pop(best.spec.job_id, None)
-            if best is not head:
-                self.bypassed[head.spec.job_id] = self.bypassed.get(head.spec.job_id, 0) + 1
-            refill = next(queue_iter, None)
-            if refill is not None:
-                window.append(refill)
-            if not window:
-                break  # nothing left to plan: the planned load is not needed
+            out.append(job)
+        return out
+
+    def _may_share(self, job: QueuedJob) -> bool:
+        return (self.colocate and not needs_empty_gpu(job) and gpu_share(job.spec) >= 1.0 - EPS
+                and (job.spec.num_gpus == 1 or self.gangs != "off"))
+
+    def _plan_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState, load: GPULoad,
+                    plan: _Plan, actions: list[Action]) -> GPULoad:
+        spec = job.spec
+        if load is state.load:
+            load = load.copy()
+        load.add(gpus, state.predict(spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(spec))
+        self.exclusive.update(load, state)
+        for g in gpus:
+            plan.types.setdefault(g, []).append(spec.job_type)
+        plan.started.add(spec.job_id)
+        plan.no_gain.clear()  # the planned load changed
+        for g in gpus:
+            plan.signatures.pop(g, None)
+        actions.append(Start(spec.job_id, gpus))
+        return load
+
+    def _snapshot(self, state: SchedulerState) -> _Snapshot:
+        """Running jobs seen once per call: when GPUs free up, when each GPU's first resident ends, and
+        each job's believed current normalized throughput (a gang's: its slowest GPU's)."""
+        assert self.tracker is not None
+        n = state.cluster.num_gpus
+        last, first = np.zeros(n), np.full(n, np.inf)
+        x_now: dict[str, float] = {}
+        for g in np.flatnonzero(state.load.n_residents >= 2).tolist():
+            runs = [state.running[j] for j in state.residents[g]]
+            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
+            for r, x in zip(runs, est.x):
+                jid = r.spec.job_id
+                x_now[jid] = min(x_now.get(jid, 1.0), x)
+        for run in state.running.values():
+            spec = run.spec
+            rate = run.observed_rate
+            if not rate > 0:
+                pred = state.predict(spec, state.cluster.gpus[run.gpus[0]].gpu_type)
+                rate = 1.0 / pred.iter_time_s if pred.iter_time_s > 0 else math.inf
+            left = run.iterations_left / rate
+            for g in run.gpus:
+                last[g] = max(last[g], left)
+                first[g] = min(first[g], left)
+        busy = state.load.n_residents > 0
+        return _Snapshot(np.sort(last[busy]), first, x_now)
+
+    def _colocation(self, job: QueuedJob, load: GPULoad, state: SchedulerState, wait: float, snap: _Snapshot,
+                    plan: _Plan) -> tuple[int, ...] | None:
+        """GPUs where starting ``job`` now (sharing at least one) pays most, or None.
+
+        Per candidate GPU: the job's predicted throughput there and the throughput its residents lose
+        (a gang resident loses on all its GPUs: ``k x`` the drop of its slowest worker). The job's
+        throughput is its slowest GPU's. Accept when (gain - kappa x sigma) >= margin per GPU and the
+        wait avoided exceeds the overlap x the throughput lost (both per GPU of the job).
+        """
+        assert self.tracker is not None
+        spec, idx, k = job.spec, self.idx, job.spec.num_gpus
+        if (spec.job_type, k, spec.gpu_type_request) in plan.no_gain:
+            return None  # an earlier job of this kind found no GPU worth sharing on this planned load
+        mem = job_mem_per_gpu(spec, state, idx)
+        shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
+                     & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
+        idle = load.n_residents == 0
+        allowed = idx.allowed(spec)
+        if allowed is not None:
+            shared_ok &= allowed
+            idle = idle & allowed
+        shared = np.flatnonzero(shared_ok)
+        if not len(shared) or len(shared) + int(idle.sum()) < k:
+            return None
+        own = np.ones(len(load.n_residents))  # the job's throughput per GPU (1 on idle GPUs)
+        drop = np.zeros(len(own))  # throughput the residents lose per GPU
+        sigma = np.zeros(len(own))
+        known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed
+        cache = plan.joins
+        for signature, members in self._signatures(shared, state, plan).items():
+            key = (spec.job_type, signature)
+            found = cache.get(key, False)
+            if found is False:
+                g = members[0]
+                found = cache[key] = self._join(spec.job_type, g, state.residents[g], plan.types.get(g, []), state,
+                                                snap)
+            where = np.array(members)
+            if found is None:
+                shared_ok[where] = False
+                continue
+            own[where], drop[where], sigma[where], known[where] = found
+        gain_per_gpu = own - drop
+        paying = shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)
+        if not paying.any():
+            plan.no_gain.add((spec.job_type, k, spec.gpu_type_request))
+            return None
+        feasible = paying | (idle if k > 1 else False)
+        if k == 1:
+            cost = np.where(feasible, -gain_per_gpu, np.inf)
+        else:
+            cost = np.where(feasible, 1.0 - gain_per_gpu, np.inf)
+        found_gpus = select_gpus(cost, k, idx)
+        if found_gpus is None:
+            return None
+        gpus = found_gpus[0]
+        chosen = np.array(gpus)
+        if not shared_ok[chosen].any():
+            return None  # all idle: exclusive placement would have taken them
+        if k > 1 and self.gangs == "observed" and not known[chosen[shared_ok[chosen]]].all():
+            return None  # a gang shares only where the sets it joins were seen to pay
+        x_job = float(own[chosen].min())
+        gain = k * x_job - float(drop[chosen].sum())
+        if gain - self.kappa * float(sigma[chosen].max()) < k * self.margin:
+            return None
+        loss = max(0.0, k - gain)
+        overlap = min(predicted_remaining_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
+        if k * wait - overlap * loss <= 0:
+            return None
+        return gpus
+
+    def _signatures(self, shared: np.ndarray, state: SchedulerState, plan: _Plan) -> dict[tuple, list[int]]:
+        """Candidate GPUs grouped by what a joining job would meet there (GPU type, residents' types, gang
+        residents by id, types planned this call): one ``_join`` per group and job type."""
+        groups: dict[tuple, list[int]] = {}
+        sig_of = plan.signatures
+        for g in shared.tolist():
+            sig = sig_of.get(g)
+            if sig is None:
+                runs = [state.running[j] for j in state.residents[g]]
+                gangs = tuple(sorted(r.spec.job_id for r in runs if r.spec.num_gpus > 1))
+                sig = sig_of[g] = (int(self.idx.type_of_gpu[g]), tuple(r.spec.job_type for r in runs), gangs,
+                                   tuple(plan.types.get(g, ())))
+            groups.setdefault(sig, []).append(g)
+        return groups
+
+    def _join(self, job_type: str, g: int, ids: list[str], extra: list[str], state: SchedulerState,
+              snap: _Snapshot) -> tuple[float, float, float, bool] | None:
+        """(the job's throughput on GPU g, the residents' summed throughput loss, uncertainty, observed?) if it
+        joins."""
+        assert self.tracker is not None
+        runs = [state.running[j] for j in ids]
+        gpu_type = state.cluster.gpus[g].gpu_type
+        types = [r.spec.job_type for r in runs] + list(extra)
+        before = self.tracker.estimate(types, gpu_type)
+        after = self.tracker.estimate([*types, job_type], gpu_type)
+        lost = 0.0
+        for i, run in enumerate(runs):
+            k_r = run.spec.num_gpus
+            now = snap.x_now.get(run.spec.job_id, 1.0) if k_r > 1 else before.x[i]
+            lost += k_r * max(0.0, now - min(now, after.x[i]))
+        for i in range(len(runs), len(types)):
+            lost += max(0.0, before.x[i] - after.x[i])
+        return after.x[-1], lost, after.sigma, after.observed > 0
+
+    # ---- migration: spread co-located jobs onto GPUs that went idle --------------------------------
+    def _migrate(self, state: SchedulerState, load: GPULoad, actions: list[Action],
+                 moved: list[tuple[str, int]]) -> None:
+        """Restart unpacked jobs on idle GPUs, then move co-located jobs with the most work left (at least
+        ``migrate_min_s`` at their current rate) onto GPUs that stay idle (exclusive placement)."""
+        if not (load.n_residents == 0).any():
+            return
+        stopped = {jid for jid, _ in moved} - {a.job_id for a in actions if isinstance(a, Start)}
+        movers: list[tuple[float, str]] = [(math.inf, jid) for jid in sorted(stopped)]
+        for jid, run in state.running.items():
+            if (jid in stopped or not run.observed_rate > 0 or gpu_share(run.spec) < 1.0 - EPS
+                    or not (state.load.n_residents[list(run.gpus)] >= 2).any()):
+                continue
+            left = run.iterations_left / run.observed_rate
+            if left >= self.migrate_min_s:
+                movers.append((left, jid))
+        if not movers:
+            return
+        movers.sort(key=lambda m: (-m[0], m[1]))
+        excl = self.exclusive
+        excl.begin(load, state)
+        touched: set[int] = set()
+        for _, jid in movers:
+            if not excl.any_room():
+                break
+            run = state.running[jid]
+            if jid not in stopped and touched.intersection(run.gpus):
+                continue  # one move per shared GPU per call: its other residents' rates change
+            target = excl.place(QueuedJob(run.spec, queued_since=state.now), load, state)
+            if target is None or (load.n_residents[list(target)] > 0).any():
+                continue  # only onto idle GPUs
             if load is state.load:
-                load = load.copy()  # copy on first write
-            load.add(gpus, self.job_load(best, gpus[0], state), gpu_share(best.spec))
-            placement.update(load, state)
-            if not placement.any_room():
-                break
-            # Only choices that used the GPUs just loaded can have changed (a job that did not fit
-            # still does not: load only grew), plus the job that refilled the window.
-            touched = set(gpus)
-            stale = [job for job, choice in live.values() if not touched.isdisjoint(choice[0])]
-            if refill is not None:
-                stale.append(refill)
-            if stale:
-                self._choose_into(live, stale, load, state)
-        self._remember(state, window)
-        return [Start(job.spec.job_id, gpus) for job, gpus in started]
+                load = load.copy()
+            pred = state.predict(run.spec, state.cluster.gpus[target[0]].gpu_type)
+            if jid not in stopped:
+                load = self._stop(jid, state, load, actions)
+                touched.update(run.gpus)
+                self.migrated += 1
+            load.add(target, pred, gpu_share(run.spec))
+            excl.update(load, state)
+            actions.append(Start(jid, target))
 
-    def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
-                     jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> None:
-        """(Re-)evaluate ``jobs`` on ``load``; keep those that fit in ``live`` (in place), drop the rest."""
-        for job, ok in zip(jobs, self.placement.possible(jobs, load, state).tolist()):
-            choice = self.choose(job, load, state) if ok else None
-            if choice is None:
-                live.pop(job.spec.job_id, None)
-            else:
-                live[job.spec.job_id] = (job, choice)
 
-    def _remember(self, state: SchedulerState, waiting: list[QueuedJob]) -> None:
-        """The jobs that could not start under the planned load (trusted while the load stays as planned)."""
-        self._blocked.remember(state, frozenset(job.spec.job_id for job in waiting))
-        if len(self.bypassed) > 4 * len(state.queue) + 1024:
-            self.bypassed = {jid: n for jid, n in self.bypassed.items() if jid in state.queue}
+@POLICIES.register("horus")
+def horus(**kwargs: Any) -> Policy:
+    """Shortest predicted job first; co-locate where predicted gain and avoided wait pay; unpack and migrate."""
+    return AdaptiveHorusPolicy(**{"order": "sjf", **kwargs})
+
+
+@POLICIES.register("horus-fifo")
+def horus_fifo(**kwargs: Any) -> Policy:
+    """``horus`` with a FIFO queue order (backfilling)."""
+    return AdaptiveHorusPolicy(**{"order": "fifo", **kwargs})
+
+
+@POLICIES.register("horus-las")
+def horus_las(**kwargs: Any) -> Policy:
+    """``horus`` with Tiresias' discretised least-attained-service order (no preemption by priority)."""
+    return AdaptiveHorusPolicy(**{"order": "tiresias", **kwargs})

@@ -18,10 +18,10 @@ import numpy as np
 
 from horus.interference.base import InterferenceModel
 from horus.interference.slowdown import SlowdownEstimator, estimator_for
-from horus.policies.gpu_selection import select_gpus
 from horus.policies.base import POLICIES
-from horus.policies.resident_types import ResidentTypes
-from horus.policies.horus import Choice, HorusPolicy
+from horus.policies.horus_paper import Choice, HorusPolicy
+from horus.policies.parts.gpu_selection import select_gpus
+from horus.policies.parts.resident_types import ResidentTypes
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
 
@@ -48,7 +48,7 @@ class HorusIASPPolicy(HorusPolicy):
 
     def node_placement(self) -> None:
         """Its choice adds predicted pair slowdown to the placement's cost: no per-node placement score."""
-        return None
+        return
 
     def planning_load(self, state: SchedulerState) -> GPULoad:
         if self.estimator is None:

@@ -49,8 +49,8 @@ from horus.comm import allreduce_time_s, gradient_bytes
 from horus.errors import OracleAccessError
 from horus.jobs import JobSpec
 from horus.policies.base import POLICIES, Action, Policy, Start
-from horus.policies.cluster_index import ClusterIndex, cluster_index
-from horus.policies.gpu_selection import select_gpus
+from horus.policies.parts.cluster_index import ClusterIndex, cluster_index
+from horus.policies.parts.gpu_selection import select_gpus
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
 

@@ -26,8 +26,8 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from horus.policies.base import Action, Policy, Start
-from horus.policies.cluster_index import ClusterIndex, cluster_index, job_predictions
-from horus.policies.gpu_selection import select_gpus
+from horus.policies.parts.cluster_index import ClusterIndex, cluster_index, job_predictions
+from horus.policies.parts.gpu_selection import select_gpus
 from horus.predict.base import Prediction
 from horus.registry import Registry
 from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from horus.policies.cluster_index import ClusterIndex
+from horus.policies.parts.cluster_index import ClusterIndex
 
 ALL_NODES_UP_TO = 128  # on smaller clusters restricting to nodes with a feasible GPU costs more than it saves
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from horus.errors import OracleAccessError
 from horus.policies.base import POLICIES
-from horus.policies.horus import Choice, HorusPolicy
-from horus.policies.horus_placement import HorusPlacement
+from horus.policies.horus_paper import Choice, HorusPolicy
+from horus.policies.placements.horus import HorusPlacement
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
 from horus.truth.base import TruthModel
@@ -106,7 +106,7 @@ class OraclePolicy(HorusPolicy):
     # ---- HorusPolicy hooks ---------------------------------------------------------------------
     def node_placement(self) -> None:
         """Its choice reads true loads: no per-node placement score."""
-        return None
+        return
 
     def planning_load(self, state: SchedulerState) -> GPULoad:
         if self._true is None or len(self._true.util) != state.cluster.num_gpus:

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from horus.policies.cluster_index import job_predictions
-from horus.policies.ordered import PLACEMENTS, Placement, needs_empty_gpu
+from horus.policies.parts.cluster_index import job_predictions
+from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
 

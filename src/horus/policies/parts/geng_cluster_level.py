@@ -10,20 +10,20 @@ reach the best score.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 from horus.catalog import OP_KINDS, load_catalog
-from horus.policies.cluster_index import ClusterIndex
-from horus.policies.geng_node_level import NodeLevel
-from horus.policies.resident_types import ResidentTypes
+from horus.policies.parts.cluster_index import ClusterIndex
+from horus.policies.parts.geng_node_level import NodeLevel
+from horus.policies.parts.resident_types import ResidentTypes
 from horus.state import QueuedJob, SchedulerState
 
 SCORE_TIE = 1e-12  # node scores closer than this are ties (lowest node index wins)
 
 
-@lru_cache(maxsize=None)
+@cache
 def op_mix(model: str) -> np.ndarray:
     """Normalized op-kind histogram of a catalog model (zeros if unknown). Cached; do not modify."""
     info = load_catalog().get(model)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from horus.policies.cluster_index import cluster_index
-from horus.policies.ordered import ORDERS, KeyedOrder
+from horus.policies.parts.cluster_index import cluster_index
+from horus.policies.parts.ordered import ORDERS, KeyedOrder
 from horus.state import QueuedJob, SchedulerState
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from horus.policies.ordered import EPS, PLACEMENTS, Placement, needs_empty_gpu
+from horus.policies.parts.ordered import EPS, PLACEMENTS, Placement, needs_empty_gpu
 from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
 
 

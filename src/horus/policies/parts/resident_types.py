@@ -6,7 +6,7 @@ import numpy as np
 
 from horus.cluster import Cluster
 from horus.interference.slowdown import SlowdownEstimator
-from horus.policies.cluster_index import ClusterIndex, cluster_index
+from horus.policies.parts.cluster_index import ClusterIndex, cluster_index
 from horus.state import SchedulerState
 
 

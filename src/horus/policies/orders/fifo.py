@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from horus.policies.ordered import ORDERS, QueueOrder, fifo_head
+from horus.policies.parts.ordered import ORDERS, QueueOrder, fifo_head
 from horus.state import QueuedJob, SchedulerState
 
 

@@ -20,15 +20,51 @@ cannot be read from it).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from horus.cluster import GPUType
+from horus.cluster import Cluster, GPUType
 from horus.interference.slowdown import SlowdownEstimator
 from horus.jobs import JobSpec
-from horus.state import SchedulerState
+from horus.predict.base import Prediction
+
+
+class RunView(Protocol):
+    """What is read of a running job (``horus.state.RunningJob`` is one)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+    @property
+    def gpus(self) -> tuple[int, ...]: ...
+
+    @property
+    def observed_rate(self) -> float: ...
+
+
+class TelemetryView(Protocol):
+    """What ``ObservedThroughput`` reads of the scheduler's state (``horus.state.SchedulerState`` is one): the
+    running jobs' telemetry and predictions, never the truth."""
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def gpu_changes(self) -> np.ndarray: ...
+
+    @property
+    def residents(self) -> list[list[str]]: ...
+
+    @property
+    def running(self) -> Mapping[str, RunView]: ...
+
+    def predict(self, spec: JobSpec, gpu_type: GPUType) -> Prediction: ...
 
 
 @dataclass
@@ -64,16 +100,16 @@ class ObservedThroughput:
         self.residual: dict[tuple[str, str], tuple[float, int]] = {}  # (type, gpu type) -> (mean obs - prior, n)
         self.job_solo: dict[tuple[str, str], float] = {}  # (job id, gpu type) -> its own rate alone
         self.log_bias: dict[str, tuple[float, int]] = {}  # gpu type -> mean log(observed / predicted solo rate)
-        self._changes: np.ndarray | None = None  # SchedulerState.gpu_changes at the last call
+        self._changes: np.ndarray | None = None  # state.gpu_changes at the last call
         self._pending: set[int] = set()
         self._last_scan = -math.inf
-        self._state: SchedulerState | None = None
+        self._state: TelemetryView | None = None
         self.samples = 0
         self._cache: dict[tuple[str, tuple[str, ...]], SetEstimate] = {}
         self._cache_version = -1
 
     # ---- learning -------------------------------------------------------------------------------
-    def observe(self, state: SchedulerState) -> None:
+    def observe(self, state: TelemetryView) -> None:
         """Record what the running jobs' rates say now (cost follows the GPUs that changed)."""
         changes = state.gpu_changes
         if (state is not self._state or self._changes is None or len(self._changes) != len(changes)
@@ -89,7 +125,7 @@ class ObservedThroughput:
             if not self._observe_gpu(g, state):
                 self._pending.add(g)
 
-    def _observe_gpu(self, g: int, state: SchedulerState) -> bool:
+    def _observe_gpu(self, g: int, state: TelemetryView) -> bool:
         """Sample GPU ``g``; False when a resident has no rate yet (retry later)."""
         residents = state.residents[g]
         if not residents:
@@ -132,7 +168,7 @@ class ObservedThroughput:
         return True
 
     # ---- belief ---------------------------------------------------------------------------------
-    def solo_rate(self, spec: JobSpec, gpu_type: GPUType, state: SchedulerState) -> float:
+    def solo_rate(self, spec: JobSpec, gpu_type: GPUType, state: TelemetryView) -> float:
         """Solo iterations/s of a job on a GPU type: its own observed rate alone, else its type's, else the
         predicted one corrected by the predictor's mean observed bias on that GPU type."""
         own = self.job_solo.get((spec.job_id, gpu_type.name))

@@ -1,0 +1,1 @@
+"""Queue orders registered in ``ORDERS`` (module name = order name)."""

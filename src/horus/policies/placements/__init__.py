@@ -1,0 +1,1 @@
+"""Placements registered in ``PLACEMENTS`` (module name = placement name)."""
