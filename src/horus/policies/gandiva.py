@@ -46,16 +46,13 @@ import numpy as np
 
 from horus.interference.observed import ObservedThroughput
 from horus.interference.slowdown import estimator_for
-from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
+from horus.jobs import JobSpec
+from horus.policies.base import POLICIES, Action, Policy
 from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
-from horus.policies.parts.ordered import (
-    EPS,
-    KeyedOrder,
-    fifo_head,
-    needs_empty_gpu,
-)
+from horus.policies.parts.cycle import Cycle, migrate, unpack
+from horus.policies.parts.ordered import EPS, KeyedOrder, fifo_head, needs_empty_gpu
 from horus.policies.placements.exclusive import ExclusivePlacement
-from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+from horus.state import GPULoad, QueuedJob, RunningJob, SchedulerState, gpu_share
 
 
 # ---- the faithful policy ----------------------------------------------------------------------------
@@ -131,17 +128,16 @@ class GandivaPolicy(Policy):
         self.tracker.observe(state)
         self.idx = cluster_index(state.cluster)
         self.exclusive.begin(state.load, state)
-        actions: list[Action] = []
         res = self._residents(state)
-        load = state.load
+        cycle = Cycle(state, lambda spec, gpus, sign: self._changed(spec, gpus, sign, cycle, res))
         if self.max_residents > 1:
-            load = self._unpack(state, load, res, actions)
+            self._unpack(cycle, res)
         waiting = 0
         if state.queue:
-            load, waiting = self._place_queue(state, load, res, actions)
+            waiting = self._place_queue(cycle, res)
         if self.migrate and not waiting:
-            self._migrate(state, load, res, actions)
-        return actions
+            self._migrate(cycle, res)
+        return cycle.actions
 
     def _residents(self, state: SchedulerState) -> _Residents:
         res = _Residents()
@@ -153,48 +149,36 @@ class GandivaPolicy(Policy):
                 res.no_pack.add(g)
         return res
 
+    def _changed(self, spec: JobSpec, gpus: tuple[int, ...], sign: int, cycle: Cycle, res: _Residents) -> None:
+        """Keep who holds each GPU, and the exclusive placement's summary, in step with the planned load."""
+        if sign < 0:  # only packed single-GPU jobs are stopped (unpack, migrate)
+            res.stopped.add(spec.job_id)
+            res.types[gpus[0]].remove(spec.job_type)
+        else:
+            for g in gpus:
+                if _packable(spec) and g not in res.no_pack:
+                    res.types.setdefault(g, []).append(spec.job_type)
+                else:
+                    res.no_pack.add(g)
+                    res.types.pop(g, None)
+        self.exclusive.update(cycle.load, cycle.state)
+
     # ---- introspection: unpack pairs observed to lose throughput ------------------------------------
-    def _unpack(self, state: SchedulerState, load: GPULoad, res: _Residents, actions: list[Action]) -> GPULoad:
+    def _unpack(self, cycle: Cycle, res: _Residents) -> None:
         assert self.tracker is not None
-        for g in np.flatnonzero(state.load.n_residents >= 2).tolist():
+        tracker, gpus_of = self.tracker, cycle.state.cluster.gpus
+
+        def loses(g: int, runs: list[RunningJob]) -> bool:
             if g in res.no_pack:
-                continue
-            runs = [state.running[j] for j in state.residents[g]]
-            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
-            if not (est.observed and est.combined < self.unpack_below):
-                continue
-            newest = max(runs, key=lambda r: (r.start_time, r.spec.job_id))
-            load = self._remove(newest.spec, g, state, load, res)
-            actions.append(Preempt(newest.spec.job_id))
+                return False
+            est = tracker.estimate([r.spec.job_type for r in runs], gpus_of[g].gpu_type)
+            return bool(est.observed and est.combined < self.unpack_below)
+
+        for run, g in unpack(cycle, loses):
             self.unpacked += 1
-            target = self._idle_gpu(newest.spec, g, load)
+            target = self._idle_gpu(run.spec, g, cycle.load)
             if target is not None:  # restart at once on an idle GPU (it is queued once preempted)
-                load = self._add(newest.spec, (target,), state, load, res)
-                actions.append(Start(newest.spec.job_id, (target,)))
-        return load
-
-    def _remove(self, spec: Any, g: int, state: SchedulerState, load: GPULoad, res: _Residents) -> GPULoad:
-        if load is state.load:
-            load = load.copy()
-        load.add((g,), state.predict(spec, state.cluster.gpus[g].gpu_type), gpu_share(spec), -1)
-        res.stopped.add(spec.job_id)
-        res.types[g].remove(spec.job_type)
-        self.exclusive.update(load, state)
-        return load
-
-    def _add(self, spec: Any, gpus: tuple[int, ...], state: SchedulerState, load: GPULoad,
-             res: _Residents) -> GPULoad:
-        if load is state.load:
-            load = load.copy()
-        load.add(gpus, state.predict(spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(spec))
-        for g in gpus:
-            if _packable(spec) and g not in res.no_pack:
-                res.types.setdefault(g, []).append(spec.job_type)
-            else:
-                res.no_pack.add(g)
-                res.types.pop(g, None)
-        self.exclusive.update(load, state)
-        return load
+                cycle.start(run.spec, (target,))
 
     def _idle_gpu(self, spec: Any, leaving: int, load: GPULoad) -> int | None:
         """An idle GPU the job may use, of the same type as ``leaving`` if there is one."""
@@ -207,14 +191,14 @@ class GandivaPolicy(Policy):
         return int(pool[0]) if len(pool) else None
 
     # ---- placing queued jobs -------------------------------------------------------------------------
-    def _place_queue(self, state: SchedulerState, load: GPULoad, res: _Residents,
-                     actions: list[Action]) -> tuple[GPULoad, int]:
-        """FIFO with backfill: idle GPUs first, packing only when none fits. Returns the planned load and
-        how many queued jobs were left waiting."""
-        excl = self.exclusive
+    def _place_queue(self, cycle: Cycle, res: _Residents) -> int:
+        """FIFO with backfill: idle GPUs first, packing only when none fits. Returns how many queued jobs
+        were left waiting."""
+        state, excl = cycle.state, self.exclusive
         waiting = 0
         jobs = self.order.head(state, self.max_scan) if self.order else fifo_head(state, self.max_scan)
         for job in jobs:
+            load = cycle.load
             gpus = excl.place(job, load, state) if excl.any_room() else None
             if gpus is None and self.max_residents > 1 and _packable(job.spec) and not needs_empty_gpu(job):
                 gpus = self._pack_target(job, load, state, res)
@@ -223,9 +207,8 @@ class GandivaPolicy(Policy):
             if gpus is None:
                 waiting += 1
                 continue
-            load = self._add(job.spec, gpus, state, load, res)
-            actions.append(Start(job.spec.job_id, gpus))
-        return load, waiting + max(0, len(state.queue) - self.max_scan)
+            cycle.start(job.spec, gpus)
+        return waiting + max(0, len(state.queue) - self.max_scan)
 
     def _pack_target(self, job: QueuedJob, load: GPULoad, state: SchedulerState,
                      res: _Residents) -> tuple[int, ...] | None:
@@ -260,11 +243,11 @@ class GandivaPolicy(Policy):
         return (int(np.argmin(cost)),)
 
     # ---- migration: spread packed jobs onto GPUs that went idle --------------------------------------
-    def _migrate(self, state: SchedulerState, load: GPULoad, res: _Residents, actions: list[Action]) -> None:
-        idle = load.n_residents == 0
-        if not idle.any():
+    def _migrate(self, cycle: Cycle, res: _Residents) -> None:
+        state, load = cycle.state, cycle.load
+        if not (load.n_residents == 0).any():
             return
-        movers: list[tuple[float, str, int]] = []
+        movers: list[tuple[float, str]] = []
         for g in np.flatnonzero(load.n_residents >= 2).tolist():
             if g in res.no_pack:
                 continue
@@ -274,24 +257,13 @@ class GandivaPolicy(Policy):
                     continue
                 left = run.iterations_left / run.observed_rate
                 if left >= self.migrate_min_s:
-                    movers.append((left, jid, g))
-        movers.sort(key=lambda m: (-m[0], m[1]))
-        moved_from: set[int] = set()
-        for _, jid, g in movers:
-            if g in moved_from:
-                continue  # one move per packed GPU per call: the rest then runs alone
-            spec = state.running[jid].spec
-            target = self._idle_gpu(spec, g, load)
-            if target is None:
-                continue
-            load = self._remove(spec, g, state, load, res)
-            load = self._add(spec, (target,), state, load, res)
-            actions.append(Preempt(jid))
-            actions.append(Start(jid, (target,)))
-            moved_from.add(g)
-            self.migrated += 1
-            if not (load.n_residents == 0).any():
-                break
+                    movers.append((left, jid))
+
+        def target(run: RunningJob) -> tuple[int, ...] | None:
+            found = self._idle_gpu(run.spec, run.gpus[0], cycle.load)
+            return None if found is None else (found,)
+
+        self.migrated += migrate(cycle, movers, target)
 
 
 @POLICIES.register("gandiva")

@@ -34,14 +34,15 @@ import numpy as np
 from horus.interference.observed import ObservedThroughput
 from horus.interference.slowdown import estimator_for
 from horus.plugins import load_all
-from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
+from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.orders.sjf import SjfOrder, predicted_remaining_s
 from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
+from horus.policies.parts.cycle import Cycle, migrate, unpack
 from horus.policies.parts.gpu_selection import select_gpus
 from horus.policies.parts.ordered import EPS, ORDERS, needs_empty_gpu
 from horus.policies.placements.exclusive import ExclusivePlacement
 from horus.policies.placements.horus import HorusPlacement
-from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
+from horus.state import GPULoad, PlanMemo, QueuedJob, RunningJob, SchedulerState, gpu_share
 
 
 @dataclass
@@ -152,62 +153,50 @@ class AdaptiveHorusPolicy(Policy):
         if self._quiet.recall(state) == (self.tracker.samples, head):
             return []  # nothing seen or changed since a call that found nothing to do
         self.idx = cluster_index(state.cluster)
-        actions: list[Action] = []
-        load = state.load
-        moved: list[tuple[str, int]] = []  # (job id, GPU it leaves) stopped this call
+        self.exclusive.begin(state.load, state)
+        cycle = Cycle(state, lambda _spec, _gpus, _sign: self.exclusive.update(cycle.load, state))
+        stopped: list[str] = []  # jobs unpacked this call
         if self.colocate:
-            load = self._unpack(state, load, actions, moved)
+            stopped = self._unpack(cycle)
         blocked = 0
         if state.queue:
-            load, blocked = self._place_queue(state, load, actions, head)
+            blocked = self._place_queue(cycle, head)
         if self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
-            self._migrate(state, load, actions, moved)
-        self._quiet.remember(state, None if actions else (self.tracker.samples, head))
-        return actions
+            self._migrate(cycle, stopped)
+        self._quiet.remember(state, None if cycle.actions else (self.tracker.samples, head))
+        return cycle.actions
 
     # ---- introspection: undo co-locations that do not pay ---------------------------------------
-    def _unpack(self, state: SchedulerState, load: GPULoad, actions: list[Action],
-                moved: list[tuple[str, int]]) -> GPULoad:
+    def _unpack(self, cycle: Cycle) -> list[str]:
         """Preempt the newest resident of every GPU whose observed combined throughput is below
         ``unpack_below`` (each job's observed rate over its solo rate; a gang counts on all its GPUs)."""
         assert self.tracker is not None
-        stopped: set[str] = set()
-        for g in np.flatnonzero(load.n_residents >= 2).tolist():
-            runs = [state.running[j] for j in state.residents[g] if j not in stopped]
-            if len(runs) < 2 or any(not r.observed_rate > 0 or gpu_share(r.spec) < 1.0 - EPS for r in runs):
-                continue  # fractional jobs share by request (their placement is the exclusive one), not by choice
-            gpu_type = state.cluster.gpus[g].gpu_type
-            combined = sum(min(1.0, r.observed_rate / self.tracker.solo_rate(r.spec, gpu_type, state)) for r in runs)
-            if combined < self.unpack_below:
-                newest = max(runs, key=lambda r: (r.start_time, r.spec.job_id))
-                load = self._stop(newest.spec.job_id, state, load, actions)
-                stopped.add(newest.spec.job_id)
-                moved.append((newest.spec.job_id, g))
-                self.unpacked += 1
-        return load
+        tracker, state = self.tracker, cycle.state
 
-    def _stop(self, job_id: str, state: SchedulerState, load: GPULoad, actions: list[Action]) -> GPULoad:
-        run = state.running[job_id]
-        if load is state.load:
-            load = load.copy()
-        load.add(run.gpus, state.predict(run.spec, state.cluster.gpus[run.gpus[0]].gpu_type), gpu_share(run.spec), -1)
-        actions.append(Preempt(job_id))
-        return load
+        def loses(g: int, runs: list[RunningJob]) -> bool:
+            if any(not r.observed_rate > 0 or gpu_share(r.spec) < 1.0 - EPS for r in runs):
+                return False  # fractional jobs share by request (their placement is the exclusive one), not by choice
+            gpu_type = state.cluster.gpus[g].gpu_type
+            return sum(min(1.0, r.observed_rate / tracker.solo_rate(r.spec, gpu_type, state)) for r in runs) \
+                < self.unpack_below
+
+        stopped = [run.spec.job_id for run, _ in unpack(cycle, loses)]
+        self.unpacked += len(stopped)
+        return stopped
 
     # ---- placing queued jobs ---------------------------------------------------------------------
-    def _place_queue(self, state: SchedulerState, load: GPULoad, actions: list[Action],
-                     head: list[QueuedJob]) -> tuple[GPULoad, int]:
+    def _place_queue(self, cycle: Cycle, head: list[QueuedJob]) -> int:
         """Start what pays in queue order, then try the longest waiting jobs as background co-runners;
-        returns the planned load and how many GPUs the jobs left waiting need."""
-        excl = self.exclusive
-        excl.begin(load, state)
+        returns how many GPUs the jobs left waiting need."""
+        state, excl = cycle.state, self.exclusive
+        excl.begin(cycle.load, state)
         plan = _Plan()
         blocked_gpus = 0
         snap: _Snapshot | None = None
         for job in self._critical(state) + head:
             if job.spec.job_id in plan.started:
                 continue
-            spec = job.spec
+            spec, load = job.spec, cycle.load
             if gpu_share(spec) < 1.0 - EPS:  # a requested share: placed by the paper's rule (memory, utilization)
                 self.fractional.begin(load, state)
                 gpus = self.fractional.place(job, load, state) if self.fractional.any_room() else None
@@ -221,16 +210,16 @@ class AdaptiveHorusPolicy(Policy):
             if gpus is None:
                 blocked_gpus += spec.num_gpus
                 continue
-            load = self._plan_start(job, gpus, state, load, plan, actions)
+            self._plan_start(cycle, job, gpus, plan)
         if self.colocate and self.background and blocked_gpus:
             snap = snap or self._snapshot(state)
             for job in self.background_order.tail(state, self.background):
                 if job.spec.job_id in plan.started or not self._may_share(job):
                     continue
-                gpus = self._colocation(job, load, state, snap.wait(blocked_gpus), snap, plan)
+                gpus = self._colocation(job, cycle.load, state, snap.wait(blocked_gpus), snap, plan)
                 if gpus is not None:
-                    load = self._plan_start(job, gpus, state, load, plan, actions)
-        return load, blocked_gpus
+                    self._plan_start(cycle, job, gpus, plan)
+        return blocked_gpus
 
     def _critical(self, state: SchedulerState) -> list[QueuedJob]:
         """The longest queued jobs whose predicted run time reaches past the remaining work horizon (all
@@ -272,21 +261,15 @@ class AdaptiveHorusPolicy(Policy):
         return (self.colocate and not needs_empty_gpu(job) and gpu_share(job.spec) >= 1.0 - EPS
                 and (job.spec.num_gpus == 1 or self.gangs != "off"))
 
-    def _plan_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState, load: GPULoad,
-                    plan: _Plan, actions: list[Action]) -> GPULoad:
+    def _plan_start(self, cycle: Cycle, job: QueuedJob, gpus: tuple[int, ...], plan: _Plan) -> None:
         spec = job.spec
-        if load is state.load:
-            load = load.copy()
-        load.add(gpus, state.predict(spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(spec))
-        self.exclusive.update(load, state)
+        cycle.start(spec, gpus)
         for g in gpus:
             plan.types.setdefault(g, []).append(spec.job_type)
         plan.started.add(spec.job_id)
         plan.no_gain.clear()  # the planned load changed
         for g in gpus:
             plan.signatures.pop(g, None)
-        actions.append(Start(spec.job_id, gpus))
-        return load
 
     def _snapshot(self, state: SchedulerState) -> _Snapshot:
         """Running jobs seen once per call: when GPUs free up, when each GPU's first resident ends, and
@@ -419,13 +402,13 @@ class AdaptiveHorusPolicy(Policy):
         return after.x[-1], lost, after.sigma, after.observed > 0
 
     # ---- migration: spread co-located jobs onto GPUs that went idle --------------------------------
-    def _migrate(self, state: SchedulerState, load: GPULoad, actions: list[Action],
-                 moved: list[tuple[str, int]]) -> None:
+    def _migrate(self, cycle: Cycle, unpacked: list[str]) -> None:
         """Restart unpacked jobs on idle GPUs, then move co-located jobs with the most work left (at least
         ``migrate_min_s`` at their current rate) onto GPUs that stay idle (exclusive placement)."""
-        if not (load.n_residents == 0).any():
+        state = cycle.state
+        if not (cycle.load.n_residents == 0).any():
             return
-        stopped = {jid for jid, _ in moved} - {a.job_id for a in actions if isinstance(a, Start)}
+        stopped = set(unpacked) - {a.job_id for a in cycle.actions if isinstance(a, Start)}
         movers: list[tuple[float, str]] = [(math.inf, jid) for jid in sorted(stopped)]
         for jid, run in state.running.items():
             if (jid in stopped or not run.observed_rate > 0 or gpu_share(run.spec) < 1.0 - EPS
@@ -436,29 +419,15 @@ class AdaptiveHorusPolicy(Policy):
                 movers.append((left, jid))
         if not movers:
             return
-        movers.sort(key=lambda m: (-m[0], m[1]))
         excl = self.exclusive
-        excl.begin(load, state)
-        touched: set[int] = set()
-        for _, jid in movers:
-            if not excl.any_room():
-                break
-            run = state.running[jid]
-            if jid not in stopped and touched.intersection(run.gpus):
-                continue  # one move per shared GPU per call: its other residents' rates change
-            target = excl.place(QueuedJob(run.spec, queued_since=state.now), load, state)
-            if target is None or (load.n_residents[list(target)] > 0).any():
-                continue  # only onto idle GPUs
-            if load is state.load:
-                load = load.copy()
-            pred = state.predict(run.spec, state.cluster.gpus[target[0]].gpu_type)
-            if jid not in stopped:
-                load = self._stop(jid, state, load, actions)
-                touched.update(run.gpus)
-                self.migrated += 1
-            load.add(target, pred, gpu_share(run.spec))
-            excl.update(load, state)
-            actions.append(Start(jid, target))
+        excl.begin(cycle.load, state)
+
+        def target(run: RunningJob) -> tuple[int, ...] | None:
+            load = cycle.load
+            gpus = excl.place(QueuedJob(run.spec, queued_since=state.now), load, state)
+            return None if gpus is None or (load.n_residents[list(gpus)] > 0).any() else gpus  # only onto idle GPUs
+
+        self.migrated += migrate(cycle, movers, target, restart=stopped, room=excl.any_room)
 
 
 @POLICIES.register("horus")

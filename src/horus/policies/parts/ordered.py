@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import islice
 
 import numpy as np
@@ -138,12 +138,64 @@ class KeyedOrder(QueueOrder):
         return out
 
 
+# ---- what each queued job asks for, cached per queue entry ------------------------------------------
+class RequestTable:
+    """Rows (GPUs, least memory MiB, least utilization over GPU types, GPU share, needs an empty GPU) per queue
+    entry, computed once from ``loads(job, state)`` and kept while the entry waits: the cache of a placement's
+    summary tests, apart from its scoring (``Placement.cost_per_gpu``)."""
+
+    WIDTH = 5
+
+    def __init__(self, loads: Callable[[QueuedJob, SchedulerState], list[Prediction]]) -> None:
+        self.loads = loads
+        self._index: dict[str, tuple[QueuedJob, int, int]] = {}  # job id -> (entry, oom failures, row)
+        self._table = np.zeros((0, self.WIDTH))
+        self._next_row = 0
+        self._last_jobs: list[QueuedJob] = []
+        self._last_rows = np.zeros((0, self.WIDTH))
+
+    def rows(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> np.ndarray:
+        """The rows of ``jobs`` in order (read-only)."""
+        if jobs == self._last_jobs:  # the same scan as last time (identity first, then value)
+            return self._last_rows
+        index = self._index
+        if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
+            index.clear()
+            self._next_row = 0
+        slots = []
+        for job in jobs:
+            hit = index.get(job.spec.job_id)
+            if hit is None or hit[0] is not job or hit[1] != job.oom_failures:
+                hit = self._add(job, state)
+            slots.append(hit[2])
+        rows = self._table[slots]
+        rows.setflags(write=False)
+        self._last_jobs, self._last_rows = list(jobs), rows
+        return rows
+
+    def _add(self, job: QueuedJob, state: SchedulerState) -> tuple[QueuedJob, int, int]:
+        slot = self._next_row
+        self._next_row += 1
+        if slot >= len(self._table):
+            grown = np.zeros((max(64, 2 * len(self._table)), self.WIDTH))
+            grown[:len(self._table)] = self._table
+            self._table = grown
+        loads = self.loads(job, state)
+        self._table[slot] = (job.spec.num_gpus, min(p.mem_mib for p in loads), min(p.util for p in loads),
+                             gpu_share(job.spec), float(needs_empty_gpu(job)))
+        hit = self._index[job.spec.job_id] = (job, job.oom_failures, slot)
+        return hit
+
+
 # ---- placements -------------------------------------------------------------------------------
 class Placement(ABC):
     """Chooses GPUs for one job on the planned load, with a per-call summary for cheap rejection.
 
-    Callers call ``begin(load, state)`` once per scheduling call and ``update(load, state)`` after
-    each planned start; ``place``/``evaluate`` then work on that load.
+    The scorer is ``cost_per_gpu`` (one cost per GPU, ``inf`` = infeasible; the Kubernetes extender's filter and
+    prioritize map onto it); the summary (``begin``/``update``/``any_room``/``possible``) only rules jobs out
+    early, and what each queued job asks for is cached in a ``RequestTable``. Callers call
+    ``begin(load, state)`` once per scheduling call and ``update(load, state)`` after each planned start;
+    ``place``/``evaluate`` then work on that load.
     """
 
     name: str = "placement"
@@ -153,11 +205,7 @@ class Placement(ABC):
         if getattr(self, "idx", None) is None or self.idx.cluster is not state.cluster or getattr(self, "_seen", None) is not state:
             self.idx: ClusterIndex = cluster_index(state.cluster)
             self._seen = state
-            self._requests: dict[str, tuple[QueuedJob, int, int]] = {}  # job id -> (entry, oom failures, row)
-            self._request_table = np.zeros((0, 5))
-            self._next_row = 0
-            self._last_jobs: list[QueuedJob] = []
-            self._last_rows = np.zeros((0, 5))
+            self.table = RequestTable(self.job_loads)
         self.update(load, state)
 
     @abstractmethod
@@ -185,37 +233,8 @@ class Placement(ABC):
         return job_predictions(job.spec, state, self.idx)
 
     def requests(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> np.ndarray:
-        """Rows (GPUs, least memory MiB, least utilization over GPU types, GPU share, needs an empty
-        GPU) per job, one per queue entry, computed once and kept in a table."""
-        if jobs == self._last_jobs:  # the same scan as last time (identity first, then value)
-            return self._last_rows
-        index = self._requests
-        if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
-            index.clear()
-            self._next_row = 0
-        slots = []
-        for job in jobs:
-            hit = index.get(job.spec.job_id)
-            if hit is None or hit[0] is not job or hit[1] != job.oom_failures:
-                hit = self._add_request(job, state)
-            slots.append(hit[2])
-        rows = self._request_table[slots]
-        rows.setflags(write=False)
-        self._last_jobs, self._last_rows = list(jobs), rows
-        return rows
-
-    def _add_request(self, job: QueuedJob, state: SchedulerState) -> tuple[QueuedJob, int, int]:
-        slot = self._next_row
-        self._next_row += 1
-        if slot >= len(self._request_table):
-            grown = np.zeros((max(64, 2 * len(self._request_table)), 5))
-            grown[:len(self._request_table)] = self._request_table
-            self._request_table = grown
-        loads = self.job_loads(job, state)
-        self._request_table[slot] = (job.spec.num_gpus, min(p.mem_mib for p in loads), min(p.util for p in loads),
-                                     gpu_share(job.spec), float(needs_empty_gpu(job)))
-        hit = self._requests[job.spec.job_id] = (job, job.oom_failures, slot)
-        return hit
+        """``RequestTable.rows`` of ``jobs`` (the table lives as long as the state)."""
+        return self.table.rows(jobs, state)
 
     def evaluate(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[tuple[int, ...], float] | None:
         """Best GPUs for the job and their mean cost per worker, or None."""
