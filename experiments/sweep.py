@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -51,14 +52,15 @@ def worlds(with_gavel: bool) -> list[tuple[str, float]]:
 
 
 def train_geng_model() -> str:
-    """geng's IASP interference model, trained once on Gavel's *P100* pairs: disjoint from the V100 pairs the
+    """geng's IASP interference model, trained on Gavel's *P100* pairs: disjoint from the V100 pairs the
     ``gavel`` truth replays (``horus.sim.leakage`` refuses a model trained on them) and from the V100 fit of
-    the parametric law."""
+    the parametric law. Trained afresh on every sweep (2 s, deterministic): a model left in ``results/`` by
+    older code once made the committed geng figures irreproducible from a clean clone."""
     out = ROOT / "results" / "iasp-p100"
-    if not (out / "model.json").is_file():
-        subprocess.run([sys.executable, "-m", "horus.cli", "interference", "train", "--gavel", str(GAVEL),
-                        "--gpu", "p100",
-                        "--model", "iasp", "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    if out.exists():
+        shutil.rmtree(out)
+    subprocess.run([sys.executable, "-m", "horus.cli", "interference", "train", "--gavel", str(GAVEL),
+                    "--gpu", "p100", "--model", "iasp", "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
     return str(out)
 
 
