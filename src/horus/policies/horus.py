@@ -125,6 +125,10 @@ class AdaptiveHorusPolicy(Policy):
         self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
         self.tracker: ObservedThroughput | None = None
         self._predictor: object = None
+        # ``_join`` answers for GPUs without gang residents, kept across calls while the tracker learns nothing
+        # new: they depend only on the job type, the GPU's signature and the tracker's estimates
+        self._joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = {}
+        self._joins_learned = -1
         self.unpacked = 0
         self.migrated = 0
         # (tracker samples, queue head) of a call that found nothing to do, trusted while no job starts or stops
@@ -148,7 +152,10 @@ class AdaptiveHorusPolicy(Policy):
             self.tracker = ObservedThroughput(estimator_for(self.model_dir, state.predictor),
                                               prior_sigma=self.prior_sigma)
             self._predictor = state.predictor
+            self._joins_learned = -1
         self.tracker.observe(state)
+        if self._joins_learned != self.tracker.samples or len(self._joins) > 65536:
+            self._joins, self._joins_learned = {}, self.tracker.samples  # something new was learned: re-derive
         head = self.order_rule.head(state, self.max_scan) if state.queue else []
         if self._quiet.recall(state) == (self.tracker.samples, head):
             return []  # nothing seen or changed since a call that found nothing to do
@@ -325,9 +332,9 @@ class AdaptiveHorusPolicy(Policy):
         drop = np.zeros(len(own))  # throughput the residents lose per GPU
         sigma = np.zeros(len(own))
         known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed
-        cache = plan.joins
         for signature, members in self._signatures(shared, state, plan).items():
             key = (spec.job_type, signature)
+            cache = plan.joins if signature[2] else self._joins  # a gang resident's current rate varies per call
             found = cache.get(key, False)
             if found is False:
                 g = members[0]
