@@ -163,3 +163,36 @@ def test_a_job_waiting_on_a_full_cluster_starts_once_a_job_finishes_and_not_befo
     state.finish("r")
     core.schedule(5.0)
     assert [gpus for _, gpus in executor.started] == [(0,)]  # w or late (sjf orders equal jobs its own way)
+
+
+def test_a_memo_renewed_by_calls_that_return_nothing_outlives_the_window_of_settled_steps() -> None:
+    """A policy that answers 40 calls in a row from its memo (no action, nothing started or stopped) keeps
+    trusting it; without ``renew`` it would be re-derived after 16 steps (a decision change for a policy whose
+    answer also depends on time, as the adaptive ``horus``'s does)."""
+    state = make_state()
+    renewed: PlanMemo[str | None] = PlanMemo(None)
+    forgotten: PlanMemo[str | None] = PlanMemo(None)
+    state.begin_step()
+    renewed.remember(state, "quiet")
+    forgotten.remember(state, "quiet")
+    state.settle(state.step)
+    for _ in range(40):
+        state.begin_step()
+        assert renewed.recall(state) == "quiet"
+        renewed.renew(state)
+        state.settle(state.step)
+    assert renewed.recall(state) == "quiet" and forgotten.recall(state) is None
+
+
+def test_renew_never_revives_a_memo_the_load_has_outdated() -> None:
+    state = make_state()
+    memo: PlanMemo[str | None] = PlanMemo(None)
+    state.begin_step()
+    memo.remember(state, "blocked")
+    state.settle(state.step)
+    state.submit(spec("a"), 0.0)
+    state.start("a", (0,), 0.0)
+    state.begin_step()
+    memo.renew(state)
+    state.settle(state.step)
+    assert memo.recall(state) is None

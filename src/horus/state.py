@@ -226,3 +226,10 @@ class PlanMemo(Generic[T]):
 
     def recall(self, state: SchedulerState) -> T:
         return self.value if state.load_as_planned(self.step) else self.empty
+
+    def renew(self, state: SchedulerState) -> None:
+        """This call returns no action: a value still trusted stays trusted from this step on (without this, a
+        memo older than the state's window of settled steps would be re-derived, which a policy whose decisions
+        also depend on time may not do alike)."""
+        if state.load_as_planned(self.step):
+            self.step = state.step

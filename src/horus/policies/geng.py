@@ -103,6 +103,7 @@ class GengPolicy(Policy):
         window = list(islice(state.queue.values(), self.max_scan))
         blocked = self._blocked.recall(state)
         if blocked and all(job.spec.job_id in blocked for job in window):
+            self._blocked.renew(state)
             return []
         self.types.sync(state)
         self.idx = cluster_index(state.cluster)

@@ -158,6 +158,7 @@ class AdaptiveHorusPolicy(Policy):
             self._joins, self._joins_learned = {}, self.tracker.samples  # something new was learned: re-derive
         head = self.order_rule.head(state, self.max_scan) if state.queue else []
         if self._quiet.recall(state) == (self.tracker.samples, head):
+            self._quiet.renew(state)
             return []  # nothing seen or changed since a call that found nothing to do
         self.idx = cluster_index(state.cluster)
         self.exclusive.begin(state.load, state)

@@ -75,6 +75,7 @@ class HorusPolicy(Policy):
         queue_iter = iter(state.queue.values())
         window = list(islice(queue_iter, self.lookahead))
         if blocked and blocked.issuperset([job.spec.job_id for job in window]):
+            self._blocked.renew(state)
             return []
         load = self.planning_load(state)
         placement = self.placement

@@ -45,6 +45,7 @@ class TiresiasPolicy(OrderedPolicy):
         scan_due = state.now >= self._last_preempt_scan + (self.tick_s or 0.0)
         jobs = self.order_rule.head(state, self.max_scan)
         if not scan_due and self._all_blocked(jobs, state):
+            self._unplaced.renew(state)
             return []
         load = state.tentative()
         placement.begin(load, state)

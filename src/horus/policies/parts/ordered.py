@@ -283,6 +283,7 @@ class OrderedPolicy(Policy):
         jobs = self.order_rule.head(state, self.max_scan)
         self.placement.begin(state.load, state)  # read-only until the first planned start (copy on write)
         if not self.placement.any_room() or self._all_blocked(jobs, state):
+            self._unplaced.renew(state)
             return []
         return self.place_in_order(jobs, state.load, state)
 
