@@ -355,3 +355,10 @@ def test_measured_truth_from_the_cli_needs_its_tables(tmp_path: Path, capsys: py
     err = capsys.readouterr().err  # the embedded workload's job types were not measured in the fixture
     assert err.startswith("horus: error:") and "unknown to truth model 'measured'" in err and err.count("\n") == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("option", "value"), [("--gpu-fraction", "nan"), ("--gpu-fraction", "inf"),
+                                               ("--iterations", "nan"), ("--iterations", "-inf")])
+def test_submit_refuses_non_finite_numbers_before_contacting_a_server(option: str, value: str) -> None:
+    rc, _, err = run(["submit", "--server", "http://127.0.0.1:9", f"{option}={value}", "--", "true"])
+    assert_clear(rc, err, option, "finite")

@@ -78,7 +78,12 @@ def _expected(body: dict[str, Any]) -> dict[str, Any]:
 
 def _same(field: str, stored: Any, sent: Any) -> bool:
     if field in NUMERIC and sent is not None and stored is not None:
-        return float(stored) == float(sent)  # the API parses "32" and 32.0 as 32 (pydantic's lax mode)
+        # strict types: an integer field took an int (never "32", 2.0 or true); a float field an int or a float
+        if isinstance(sent, bool) or not isinstance(sent, (int, float)):
+            return False
+        if field in ("batch_size", "num_gpus") and not isinstance(sent, int):
+            return False
+        return float(stored) == float(sent)
     return bool(stored == sent)
 
 
@@ -211,3 +216,29 @@ def test_reads_with_odd_parameters(api: httpx.Client, job_id: str, states: list[
         assert {j["state"] for j in jobs} <= set(states)
     else:
         assert len(jobs) == min(limit, sum(data["counts"].values()))  # nothing submits meanwhile: exact
+
+
+@pytest.mark.parametrize(("field", "raw"), [
+    ("iterations", "NaN"), ("iterations", "Infinity"), ("iterations", "1e400"), ("gpu_fraction", "-Infinity"),
+    ("batch_size", '"32"'), ("batch_size", "32.0"), ("batch_size", "true"), ("num_gpus", '"2"'),
+    ("gpu_fraction", '"0.5"'), ("iterations", '"10"'),
+])
+def test_no_coercion_and_no_non_finite_number(api: httpx.Client, field: str, raw: str) -> None:
+    """Each is refused (422) naming the field, with a JSON body that never echoes a non-finite value."""
+    body = '{"command": ["sleep", "0"], "model": "a3c", "%s": %s}' % (field, raw)
+    before = _total_jobs(api)
+    response = api.post("/v1/jobs", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]  # plain JSON: Python's parser would accept NaN, so check the text too
+    assert "NaN" not in response.text and "Infinity" not in response.text
+    assert any(field in item["loc"] for item in detail), detail
+    assert _total_jobs(api) == before
+
+
+@pytest.mark.parametrize("raw", ["NaN", "1e400", '"0.5"', "true"])
+def test_heartbeat_telemetry_must_be_finite_numbers(api: httpx.Client, raw: str) -> None:
+    """The body is checked before the agent is looked up: no agent needs to exist for the 422."""
+    body = '{"gpus": [{"index": 0, "util": %s}]}' % raw
+    response = api.post("/v1/agents/fuzz-agent/heartbeat", content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert "NaN" not in response.text and "Infinity" not in response.text

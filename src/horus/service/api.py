@@ -8,10 +8,12 @@ reads. Bad bodies are 422 responses naming the field; nothing a client sends pro
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from horus import __version__
@@ -25,6 +27,17 @@ log = logging.getLogger("horus.service")
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # every request but model uploads
 JobId = Annotated[int, Path(ge=1, le=2**62, description="job id")]
+
+
+def _error_item(error: Any) -> dict[str, Any]:
+    item = {"loc": list(error.get("loc", ())), "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+    try:
+        text = json.dumps(error.get("input"), allow_nan=False)
+    except (TypeError, ValueError):
+        return item
+    if len(text) <= 200:
+        item["input"] = error.get("input")
+    return item
 
 
 def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False) -> FastAPI:
@@ -57,6 +70,11 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         if length is not None and (not length.isdigit() or int(length) > limit):
             return JSONResponse({"detail": f"request body larger than {limit} bytes"}, status_code=413)
         return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        """422 naming each field; the offending value is echoed only when it is plain JSON (never NaN or inf)."""
+        return JSONResponse({"detail": [_error_item(e) for e in exc.errors()]}, status_code=422)
 
     @app.exception_handler(HorusInputError)
     async def input_error(request: Request, exc: HorusInputError) -> JSONResponse:

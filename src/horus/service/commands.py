@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -183,6 +184,9 @@ def run_submit(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise HorusInputError("--env", f"expected K=V, got {item!r}")
         env[key] = value
+    for option, value in (("--gpu-fraction", args.gpu_fraction), ("--iterations", args.iterations)):
+        if value is not None and not math.isfinite(value):
+            raise HorusInputError(option, f"expected a finite number, got {value!r}")
     client = _client(args)
     model, batch = args.model, args.batch_size
     if args.onnx is not None:

@@ -13,7 +13,10 @@ MAX_ARG_CHARS = 32 * 1024
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    """Every request body: unknown fields refused, no lax coercion (``"32"``, ``true`` or ``2.0`` are not integers,
+    ``"0.5"`` is not a number) and finite numbers only (``NaN``, ``Infinity``, ``1e400`` are refused)."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), strict=True, allow_inf_nan=False)
 
 
 class JobSubmit(_Strict):
