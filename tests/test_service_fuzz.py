@@ -225,7 +225,7 @@ def test_reads_with_odd_parameters(api: httpx.Client, job_id: str, states: list[
 ])
 def test_no_coercion_and_no_non_finite_number(api: httpx.Client, field: str, raw: str) -> None:
     """Each is refused (422) naming the field, with a JSON body that never echoes a non-finite value."""
-    body = '{"command": ["sleep", "0"], "model": "a3c", "%s": %s}' % (field, raw)
+    body = f'{{"command": ["sleep", "0"], "model": "a3c", "{field}": {raw}}}'
     before = _total_jobs(api)
     response = api.post("/v1/jobs", content=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 422, response.text
@@ -238,7 +238,7 @@ def test_no_coercion_and_no_non_finite_number(api: httpx.Client, field: str, raw
 @pytest.mark.parametrize("raw", ["NaN", "1e400", '"0.5"', "true"])
 def test_heartbeat_telemetry_must_be_finite_numbers(api: httpx.Client, raw: str) -> None:
     """The body is checked before the agent is looked up: no agent needs to exist for the 422."""
-    body = '{"gpus": [{"index": 0, "util": %s}]}' % raw
+    body = f'{{"gpus": [{{"index": 0, "util": {raw}}}]}}'
     response = api.post("/v1/agents/fuzz-agent/heartbeat", content=body, headers={"Content-Type": "application/json"})
     assert response.status_code == 422, response.text
     assert "NaN" not in response.text and "Infinity" not in response.text
