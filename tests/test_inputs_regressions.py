@@ -362,3 +362,19 @@ def test_measured_truth_from_the_cli_needs_its_tables(tmp_path: Path, capsys: py
 def test_submit_refuses_non_finite_numbers_before_contacting_a_server(option: str, value: str) -> None:
     rc, _, err = run(["submit", "--server", "http://127.0.0.1:9", f"{option}={value}", "--", "true"])
     assert_clear(rc, err, option, "finite")
+
+
+@pytest.mark.parametrize(("seeds", "needle"), [("0-100000", "at most 1000"), ("0-1000000000", "at most 1000"),
+                                                ("1180591620717411303424", "each seed must be"),
+                                                ("2**70", "expected integers")])
+def test_sweep_seeds_are_bounded_before_anything_runs(seeds: str, needle: str) -> None:
+    rc, _, err = run(["sweep", "--no-ray", "--seeds", seeds])
+    assert_clear(rc, err, "--seeds", needle)
+
+
+def test_sweep_out_over_an_existing_file_fails_before_simulating(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("keep me\n")
+    rc, out, err = run(["sweep", "--no-ray", "--policy", "fifo-exclusive", "--out", str(taken)])
+    assert_clear(rc, err, "--out", "not a directory")
+    assert "sweep of" not in out and taken.read_text() == "keep me\n"

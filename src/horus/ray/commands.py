@@ -36,19 +36,33 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_sweep_command)
 
 
+MAX_SEEDS = 1000  # seeds per sweep: more is a typo, not a plan (each seed is a simulation per policy and trace)
+
+
 def parse_seeds(text: str) -> list[int]:
+    """``0,1,2`` or ``A-B``: at most ``MAX_SEEDS`` seeds, each in the sampler's seed range, checked before any
+    list is built."""
     from horus.errors import HorusInputError
+    from horus.validation import LIMITS
 
     try:
         if "-" in text and "," not in text:
             low, high = (int(x) for x in text.split("-", 1))
-            seeds = list(range(low, high + 1))
+            bounds = [low, high]
+            if high - low + 1 > MAX_SEEDS:
+                raise HorusInputError("--seeds", f"{text!r} is {high - low + 1} seeds; at most {MAX_SEEDS}")
         else:
-            seeds = [int(x) for x in text.split(",") if x.strip()]
+            bounds = [int(x) for x in text.split(",") if x.strip()]
+            if len(bounds) > MAX_SEEDS:
+                raise HorusInputError("--seeds", f"{len(bounds)} seeds; at most {MAX_SEEDS}")
     except ValueError:
-        raise HorusInputError("--seeds", f"expected integers like 0,1,2 or 0-4, got {text!r}") from None
+        raise HorusInputError("--seeds", f"expected integers like 0,1,2 or 0-4, got {text[:80]!r}") from None
+    domain = LIMITS["seed"]
+    if any(not domain.contains(b) for b in bounds):
+        raise HorusInputError("--seeds", f"each seed must be {domain.describe()}, got {text[:80]!r}")
+    seeds = list(range(bounds[0], bounds[1] + 1)) if "-" in text and "," not in text else bounds
     if not seeds:
-        raise HorusInputError("--seeds", f"no seed in {text!r}")
+        raise HorusInputError("--seeds", f"no seed in {text[:80]!r}")
     return seeds
 
 
@@ -74,6 +88,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                              sampler=args.sampler, max_jobs=args.max_jobs)
     cells = grid(policies, traces, parse_seeds(args.seeds), clusters)
     check_cells(cells, settings)
+    if args.out is not None:  # before any simulation runs: a bad --out must not waste the sweep
+        from horus.validation import check_output_path
+
+        check_output_path(args.out, "--out")
     log = sys.stderr if args.json else sys.stdout
     where = "this process"
     if not args.no_ray:
