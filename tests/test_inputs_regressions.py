@@ -378,3 +378,30 @@ def test_sweep_out_over_an_existing_file_fails_before_simulating(tmp_path: Path)
     rc, out, err = run(["sweep", "--no-ray", "--policy", "fifo-exclusive", "--out", str(taken)])
     assert_clear(rc, err, "--out", "not a directory")
     assert "sweep of" not in out and taken.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--predictor-dir", "."], "--predictor-dir"),  # the analytic predictor would not read it (was a TypeError)
+    (["--gavel", "x.json"], "--gavel"),  # the parametric truth would not read it (was silently ignored)
+])
+def test_sweep_refuses_world_options_its_truth_or_predictor_would_not_read(extra: list[str], needle: str) -> None:
+    rc, out, err = run(["sweep", "--no-ray", "--policy", "fifo-exclusive", "--seeds", "0", *extra])
+    assert_clear(rc, err, needle, "is read only with")
+    assert "sweep of" not in out
+
+
+def test_trace_generate_weights_that_overflow_are_a_clear_error(tmp_path: Path) -> None:
+    out = tmp_path / "t.csv"
+    rc, _, err = run(["trace", "generate", "--gpu-counts", "1:1e308,2:1e308", "--out", str(out)])
+    assert_clear(rc, err, "--gpu-counts")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("extra", "needle"), [(["--seed", "-1"], "--seed"),
+                                               (["--write-params", "DIR"], "is a directory")])
+def test_truth_fit_checks_its_options_before_fitting(tmp_path: Path, extra: list[str], needle: str) -> None:
+    gavel = write_gavel(tmp_path, gavel_doc())
+    extra = [str(tmp_path) if a == "DIR" else a for a in extra]
+    rc, out, err = run(["truth", "fit", "--gavel", str(gavel), *extra])
+    assert_clear(rc, err, needle)
+    assert out == ""  # no fit report: nothing ran

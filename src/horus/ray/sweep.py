@@ -80,12 +80,16 @@ def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
 
 
 def check_cells(cells: Sequence[Cell], settings: SweepSettings) -> None:
-    """HorusInputError (one line) for an unknown policy / sampler, or a trace or cluster file that is missing."""
+    """HorusInputError (one line) for an unknown policy / sampler, a trace or cluster file that is missing, or a
+    world option the truth or predictor would not read (``check_world_options``, as ``horus simulate``)."""
     from horus.errors import HorusInputError
     from horus.plugins import load_all
     from horus.policies.base import POLICIES
     from horus.traces.sampler import SAMPLERS
 
+    from horus.sim.world import check_world_options
+
+    check_world_options(settings.truth, settings.gavel, settings.predictor, settings.predictor_dir)
     load_all("horus.policies")
     for cell in cells:
         if cell.policy not in POLICIES:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from horus.sim.world import build_predictor, build_truth, embedded
+from horus.sim.world import build_predictor, build_truth, check_world_options, embedded
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (summary key, column header, format)
@@ -107,16 +107,8 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.fmt is not None and args.trace is None:
         raise HorusInputError("--format", "applies to --trace FILE, which was not given (the embedded workload is "
                                           "in horus format)")
-    if args.gavel is not None and args.truth != "gavel":
-        raise HorusInputError("--gavel", f"is read only with --truth gavel (got --truth {args.truth})")
-    for option, value in (("--profiles", args.profiles), ("--colocation", args.colocation)):
-        if value is not None and args.truth != "measured":
-            raise HorusInputError(option, f"is read only with --truth measured (got --truth {args.truth})")
-    if args.predictor_dir is not None and args.predictor != "learned":
-        raise HorusInputError("--predictor-dir", f"is read only with --predictor learned (got --predictor "
-                                                 f"{args.predictor})")
-    if args.predictor == "learned" and args.predictor_dir is None:
-        raise HorusInputError("--predictor learned", "needs --predictor-dir DIR (made by horus predictor train)")
+    check_world_options(args.truth, args.gavel, args.predictor, args.predictor_dir, profiles=args.profiles,
+                        colocation=args.colocation)
     if args.interference_model is not None and args.policies \
             and not any(name in INTERFERENCE_POLICIES for name in args.policies):
         raise HorusInputError("--interference-model", f"is used only by {', '.join(INTERFERENCE_POLICIES)}; "

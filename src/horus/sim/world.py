@@ -13,6 +13,23 @@ def embedded(name: str) -> Path:
     return Path(str(resources.files("horus.data").joinpath(name)))
 
 
+def check_world_options(truth: str, gavel: object, predictor: str, predictor_dir: object, *,
+                        profiles: object = None, colocation: object = None) -> None:
+    """HorusInputError for an option the chosen truth or predictor would not read (so it is never silently
+    ignored), or one they need and did not get. ``horus simulate`` and ``horus sweep`` both check here."""
+    from horus.errors import HorusInputError
+
+    if gavel is not None and truth != "gavel":
+        raise HorusInputError("--gavel", f"is read only with --truth gavel (got --truth {truth})")
+    for option, value in (("--profiles", profiles), ("--colocation", colocation)):
+        if value is not None and truth != "measured":
+            raise HorusInputError(option, f"is read only with --truth measured (got --truth {truth})")
+    if predictor_dir is not None and predictor != "learned":
+        raise HorusInputError("--predictor-dir", f"is read only with --predictor learned (got --predictor {predictor})")
+    if predictor == "learned" and predictor_dir is None:
+        raise HorusInputError("--predictor learned", "needs --predictor-dir DIR (made by horus predictor train)")
+
+
 def build_truth(name: str, gavel: Path | None, cluster: Any, profiles: Path | None = None,
                 colocation: Path | None = None) -> Any:
     from horus.errors import HorusInputError

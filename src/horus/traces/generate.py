@@ -17,6 +17,7 @@ Everything is drawn from one seeded generator, so a seed gives the same file byt
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -64,7 +65,8 @@ class WorkloadSpec:
         if self.seed < 0:
             raise bad("--seed", "an integer >= 0", self.seed)
         if not self.gpu_counts or any(not k.isdigit() or int(k) < 1 or not (v >= 0 and np.isfinite(v))
-                                      for k, v in self.gpu_counts.items()) or sum(self.gpu_counts.values()) <= 0:
+                                      for k, v in self.gpu_counts.items()) \
+                or not 0 < sum(self.gpu_counts.values()) < math.inf:  # 1e308 + 1e308 overflows to inf
             raise bad("--gpu-counts", "weights like '1:0.7,2:0.12,4:0.1,8:0.08'", self.gpu_counts)
         if max(int(k) for k in self.gpu_counts) > self.cluster_gpus:
             raise bad("--gpu-counts", f"GPU counts at most the cluster's {self.cluster_gpus} GPUs", self.gpu_counts)

@@ -381,12 +381,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit")
                              "only the 3 scalars fitted (what the parametric truth uses; default); 'latent' = "
                              "fitted per type (Gavel's inferred intensity, used by the gavel truth)")
     args = parser.parse_args(argv)
+    try:  # every option before any work: a bad --seed or --write-params must not cost a fit, nor end in a traceback
+        from horus.validation import check_option, check_output_path
+
+        check_option("--seed", args.seed, "seed")
+        if args.write_params:
+            check_output_path(Path(args.write_params), "--write-params", directory=False)
+    except HorusInputError as exc:
+        print(f"horus: error: {exc}", file=sys.stderr)
+        return 2
     if args.inputs == "physical":
         return _main_physical(args)
     try:
-        from horus.validation import check_option
-
-        check_option("--seed", args.seed, "seed")
         result = fit_slowdown_model(load_gavel(args.gavel, args.gpu), args.seed, both_at_solo=args.both_at_solo)
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
@@ -396,9 +402,21 @@ def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit")
         target = Path(args.write_params) if args.write_params else Path(__file__).resolve().parents[1] / "data" / PARAMS_FILE
         command = (f"python -m horus.truth.fit --gavel <shared>/gavel/simulation_throughputs.json --gpu {args.gpu} "
                    f"--seed {args.seed} --both-at-solo {args.both_at_solo} --write-params")
-        target.write_text(json.dumps(params_json(result, command), indent=2) + "\n")
+        if not _write_params(target, params_json(result, command)):
+            return 2
         print(f"wrote {target}")
     return 0
+
+
+def _write_params(target: Path, data: dict) -> bool:
+    """Write the fitted parameters (creating missing directories); False after a one-line error."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        print(f"horus: error: --write-params: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _main_physical(args: argparse.Namespace) -> int:
@@ -422,7 +440,8 @@ def _main_physical(args: argparse.Namespace) -> int:
             "heldout_baseline_mae": round(result.heldout_baseline_mae, 5),
             "in_sample_mae": round(result.in_sample.mae, 5),
             "pair_sum": {k: round(v, 4) for k, v in result.pair_sum.items()}}}
-        target.write_text(json.dumps(data, indent=2) + "\n")
+        if not _write_params(target, data):
+            return 2
         print(f"wrote {target}")
     return 0
 
