@@ -64,3 +64,14 @@ def test_shared_philly_trace(shared_data: Path) -> None:
     times = [j.submit_time for j in trace.jobs]
     assert times[0] == 0.0 and times == sorted(times)
     assert min(j.num_gpus for j in trace.jobs) >= 1
+
+
+@pytest.mark.parametrize("stamp", ["now", "today", "2017-10-09 07:01:60", "２０１７-10-09 07:01:55",
+                                   "2017-10-09T07:01:55", "2017-10-09 07:01"])
+def test_timestamps_pandas_alone_would_take_are_refused(tmp_path: Path, stamp: str) -> None:
+    """"now" or "today" would make the trace depend on the wall clock; a leap second or full-width digits would
+    be read as another time. Only the exact ASCII layout is a Philly time."""
+    path = tmp_path / "p.csv"
+    path.write_text(HEADER + f"2017-10-09 07:01:55,5,1,5,x\n{stamp},5,1,5,x\n", encoding="utf-8")
+    with pytest.raises(HorusInputError, match=r"line 3, column 'timestamp': expected a time like"):
+        load_trace(path, "philly")

@@ -19,6 +19,7 @@ from horus.validation import LIMITS
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
+TIMESTAMP_PATTERN = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-5][0-9]:[0-5][0-9]"
 FIRST_YEAR, LAST_YEAR = 1970, 2100  # timestamps outside these years are typos, not GPU jobs
 
 
@@ -26,7 +27,11 @@ FIRST_YEAR, LAST_YEAR = 1970, 2100  # timestamps outside these years are typos, 
 def load_philly(path: Path) -> Trace:
     table = read_csv_table(path, "philly", REQUIRED)
     stamps = table.text("timestamp")
-    parsed = pd.to_datetime(pd.Series(stamps), format=TIMESTAMP_FORMAT, errors="coerce")
+    series = pd.Series(stamps, dtype=object)
+    # ASCII digits in the exact layout first: pandas alone also takes "now", "today", full-width digits and a
+    # leap second (14:45:60 rolls over), which would make the trace depend on the wall clock or shift jobs
+    layout = series.str.fullmatch(TIMESTAMP_PATTERN).fillna(False).to_numpy(dtype=bool)
+    parsed = pd.to_datetime(series.where(layout), format=TIMESTAMP_FORMAT, errors="coerce")
     table.check("timestamp", parsed.isna().to_numpy(), stamps, "a time like 2017-10-09 07:01:55")
     years = parsed.dt.year.to_numpy()
     table.check("timestamp", (years < FIRST_YEAR) | (years > LAST_YEAR), stamps,
