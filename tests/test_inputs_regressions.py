@@ -405,3 +405,13 @@ def test_truth_fit_checks_its_options_before_fitting(tmp_path: Path, extra: list
     rc, out, err = run(["truth", "fit", "--gavel", str(gavel), *extra])
     assert_clear(rc, err, needle)
     assert out == ""  # no fit report: nothing ran
+
+
+@pytest.mark.parametrize(("address", "needle"), [
+    ("127.0.0.1:1", "nothing answers"), ("ray://127.0.0.1:1", "nothing answers"),
+    ("no-port", "expected HOST:PORT"), ("host:99999", "expected HOST:PORT"),
+])
+def test_sweep_ray_address_is_probed_instead_of_hanging(address: str, needle: str) -> None:
+    rc, out, err = run(["sweep", "--policy", "fifo-exclusive", "--seeds", "0", "--ray-address", address])
+    assert_clear(rc, err, "--ray-address", needle)
+    assert "sweep of" not in out

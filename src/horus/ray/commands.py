@@ -66,6 +66,25 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def probe_ray_address(address: str, timeout_s: float = 5.0) -> None:
+    """HorusInputError unless something accepts a TCP connection at ``address`` (``host:port`` or
+    ``ray://host:port``) within ``timeout_s``: ``ray.init`` would wait for ever. ``auto`` and ``local`` pass."""
+    import socket
+
+    from horus.errors import HorusInputError
+
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise HorusInputError("--ray-address", f"expected HOST:PORT, ray://HOST:PORT, auto or local, got {address!r}")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise HorusInputError("--ray-address", f"nothing answers at {address} within {timeout_s:g} s "
+                                               f"({exc.strerror or exc})") from None
+
+
 def run_sweep_command(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
@@ -95,6 +114,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     log = sys.stderr if args.json else sys.stdout
     where = "this process"
     if not args.no_ray:
+        if args.ray_address:
+            probe_ray_address(args.ray_address)
         try:
             import ray
         except ImportError:
