@@ -415,3 +415,19 @@ def test_sweep_ray_address_is_probed_instead_of_hanging(address: str, needle: st
     rc, out, err = run(["sweep", "--policy", "fifo-exclusive", "--seeds", "0", "--ray-address", address])
     assert_clear(rc, err, "--ray-address", needle)
     assert "sweep of" not in out
+
+
+def test_predict_refuses_a_list_of_gpu_types() -> None:
+    """'V100|A100-80GB' is a job's request (either type), not a GPU type: predicting for one of them silently
+    answered a question nobody asked."""
+    rc, out, err = run(["predict", "resnet50", "--batch", "32", "--gpu", "V100|A100-80GB"])
+    assert_clear(rc, err, "--gpu", "several GPU types")
+    assert out == ""
+
+
+def test_a_cluster_gpu_type_named_with_the_request_separator_is_refused(tmp_path: Path) -> None:
+    spec = tmp_path / "c.yaml"
+    spec.write_text('gpu_types:\n  "A|B": {memory_mib: 16000}\nnodes:\n  - {name: n0, gpu_type: "A|B", gpus: 2}\n')
+    rc, _, err = run([*SIM, "--cluster", str(spec), "--out", str(tmp_path / "out")])
+    assert_clear(rc, err, "gpu_types", "'A|B'")
+    assert not (tmp_path / "out").exists()

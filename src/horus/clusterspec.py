@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from horus.cluster import LINK_BANDWIDTH_GBPS, Cluster, GPUType, Node
 from horus.errors import HorusInputError
-from horus.gpu_types import PRESETS
+from horus.gpu_types import PRESETS, REQUEST_SEPARATOR
 from horus.validation import LIMITS, MAX_CONFIG_BYTES, Domain, load_yaml_text, read_text
 
 DEFAULT_INTER_NODE_GBPS = 12.5
@@ -73,6 +73,9 @@ def _parse_gpu_types(fields: _Fields) -> dict[str, GPUType]:
     for name, spec in custom.items():
         if not isinstance(name, str) or not name.strip():
             fields.fail("gpu_types", f"expected GPU type names as keys, got {_show(name)}")
+        if REQUEST_SEPARATOR in name:  # a job's request 'A|B' means "A or B": a type so named could never be asked for
+            fields.fail("gpu_types", f"GPU type name {name!r} contains {REQUEST_SEPARATOR!r}, which separates the "
+                                     f"types of a job's request")
         entry = _Fields(fields.source, f"gpu_types.{name}", spec, _GPU_TYPE_KEYS)
         types[name] = GPUType(name, int(entry.bounded("memory_mib", LIMITS["gpu_memory_mib"])),
                               float(entry.bounded("speed", LIMITS["gpu_speed"], 1.0)))

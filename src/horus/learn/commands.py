@@ -227,9 +227,9 @@ def run_predict(args: argparse.Namespace) -> int:
         gpu = resolve_gpu(args.gpu, source="--gpu")
     except HorusInputError:  # not a preset: the nearest data-sheet spec by family, with a warning
         from horus.cluster import GPUType
-        from horus.gpu_types import gpu_spec, lookup_spec
+        from horus.gpu_types import REQUEST_SEPARATOR, gpu_spec, lookup_spec
 
-        if lookup_spec(args.gpu)[1] == "none":
+        if REQUEST_SEPARATOR in args.gpu or lookup_spec(args.gpu)[1] == "none":
             raise
         spec = gpu_spec(args.gpu)
         gpu = GPUType(args.gpu, int(spec.memory_gib * 1024), 1.0)

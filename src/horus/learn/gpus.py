@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
-from horus.gpu_types import PRESETS
+from horus.gpu_types import PRESETS, REQUEST_SEPARATOR
 
 # (substrings that must all appear in the upper-cased NVML name, preset), most specific first.
 _NVML_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -30,6 +30,8 @@ def resolve_gpu(name: str, source: str = "gpu") -> GPUType:
     """The preset for ``name``: a preset name (``A100-80GB``) or an NVML name (``NVIDIA A100-SXM4-80GB``)."""
     if name in PRESETS:
         return PRESETS[name]
+    if REQUEST_SEPARATOR in name:
+        raise HorusInputError(source, f"{name!r} lists several GPU types (a job's request); give one GPU type")
     upper = name.upper()
     for tokens, preset_name in _NVML_RULES:
         if all(t in upper for t in tokens):
