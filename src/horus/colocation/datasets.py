@@ -23,16 +23,36 @@ def load_coloc(path: str | Path) -> Any:
     """Our co-location dataset (COLOC_COLUMNS; CSV, Parquet or JSON lines)."""
     from horus.profiling.store import read_table
 
-    required = ["set_id", "set_size", "member", "model", "batch_size", "normalized_throughput", "status", "repeat"]
-    frame = read_table(path, required)
+    required = ["set_id", "set_size", "member", "model", "batch_size", "precision", "normalized_throughput",
+                "status", "repeat"]
+    frame = read_table(path, required).reset_index(drop=True)
     unknown = [c for c in frame.columns if c not in COLOC_COLUMNS]
     if unknown:
         raise HorusInputError(str(path), f"unknown column(s) {', '.join(unknown)}; expected COLOC_COLUMNS")
-    bad = (frame["member"] >= frame["set_size"]).to_numpy()
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise HorusInputError(str(path), f"line {row + 2}, column 'member': expected an index below set_size "
-                                         f"({frame['set_size'].iloc[row]:.0f}), got {frame['member'].iloc[row]:.0f}")
+
+    def check(bad: Any, column: str, message: Any) -> None:
+        bad = np.asarray(bad, dtype=bool)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise HorusInputError(str(path), f"line {row + 2}, column '{column}': {message(row)}")
+
+    size, member = frame["set_size"], frame["member"]
+    check(size < 2, "set_size", lambda r: f"a co-located set has at least 2 jobs, got {size.iloc[r]:.0f}")
+    check(member >= size, "member",
+          lambda r: f"expected an index below set_size ({size.iloc[r]:.0f}), got {member.iloc[r]:.0f}")
+    check(frame.duplicated(["set_id", "repeat", "member"]), "member",
+          lambda r: f"member {member.iloc[r]:.0f} appears twice in set {frame['set_id'].iloc[r]!r}, repeat "
+                    f"{frame['repeat'].iloc[r]:.0f}")
+    groups = frame.groupby(["set_id", "repeat"], sort=False)
+    check(groups["set_size"].transform("nunique") > 1, "set_size",
+          lambda r: f"set {frame['set_id'].iloc[r]!r} gives different sizes in one repeat")
+    check(groups["member"].transform("size") != size, "set_size",
+          lambda r: f"set {frame['set_id'].iloc[r]!r} has {groups['member'].transform('size').iloc[r]} member rows "
+                    f"in repeat {frame['repeat'].iloc[r]:.0f}, but set_size says {size.iloc[r]:.0f}")
+    normalized = frame["normalized_throughput"].astype(float)
+    check((frame["status"] == "ok") & ~np.isfinite(normalized), "normalized_throughput",
+          lambda r: "a measured (status ok) member needs a finite normalized throughput, got "
+                    f"{frame['normalized_throughput'].iloc[r]!r}")
     return frame
 
 

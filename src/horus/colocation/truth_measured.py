@@ -44,6 +44,12 @@ class MeasuredTruth(TruthModel):
         ok = solo[(solo["status"] == "ok") & (solo["precision"] == precision)]
         means = ok.groupby(["model", "batch_size"])[["gpu_util_mean", "torch_max_reserved_mib",
                                                       "iter_time_s_mean"]].mean()
+        incomplete = means[~np.isfinite(means.to_numpy(dtype=float)).all(axis=1)]
+        if len(incomplete):
+            (m, b), row = next(incomplete.iterrows())
+            missing = ", ".join(c for c in means.columns if not np.isfinite(float(row[c])))
+            raise HorusInputError(str(self.solo_path), f"{m} batch {int(b)} ({precision}): no finite {missing} in "
+                                                       f"its ok rows")
         self._solo = {job_type_key(m, int(b)): SoloTruth(r.gpu_util_mean / 100.0, r.torch_max_reserved_mib,
                                                          r.iter_time_s_mean) for (m, b), r in means.iterrows()}
         if not self._solo:
@@ -63,8 +69,12 @@ class MeasuredTruth(TruthModel):
             same = coloc.groupby("set_id")["precision"].transform(lambda p: (p == self.precision).all())
             coloc = coloc[same]
         ok_sets = coloc.groupby(["set_id", "repeat"])["status"].transform(lambda s: (s == "ok").all())
-        for _, group in coloc[ok_sets].groupby("set_id"):
+        for set_id, group in coloc[ok_sets].groupby("set_id"):
             types = [job_type_key(m, int(b)) for m, b in zip(group["model"], group["batch_size"])]
+            unmeasured = sorted({t for t in types if t not in self._solo})
+            if unmeasured:  # its normalized throughput would be relative to a solo run the world does not have
+                raise HorusInputError(str(self.coloc_path), f"set {set_id!r}: {', '.join(unmeasured)} has no ok "
+                                                            f"{self.precision} solo measurement in {self.solo_path}")
             first = group[group["repeat"] == group["repeat"].min()]
             key = tuple(sorted(job_type_key(m, int(b)) for m, b in zip(first["model"], first["batch_size"])))
             per_type: dict[str, list[float]] = {}
