@@ -431,3 +431,19 @@ def test_a_cluster_gpu_type_named_with_the_request_separator_is_refused(tmp_path
     rc, _, err = run([*SIM, "--cluster", str(spec), "--out", str(tmp_path / "out")])
     assert_clear(rc, err, "gpu_types", "'A|B'")
     assert not (tmp_path / "out").exists()
+
+
+def _few_pairs_doc(kind: str) -> dict:
+    if kind == "one-pair":
+        return {"v100": {"('A3C', 1)": {"null": 8.0, "('A3C', 1)": [5.6, 5.6]}}}
+    types = ["ResNet-50 (batch size 64)", "LM (batch size 20)", "A3C"]  # every pair measured at zero throughput
+    return {"v100": {str((a, 1)): {"null": 4.0, **{str((o, 1)): [0.0, 0.0] for o in types}} for a in types}}
+
+
+@pytest.mark.parametrize("kind", ["one-pair", "zero-pairs"])
+@pytest.mark.parametrize("command", [["truth", "fit"], ["truth", "fit", "--inputs", "latent"],
+                                     ["colocation", "analyze"]], ids=lambda c: " ".join(c))
+def test_too_few_usable_gavel_pairs_are_a_clear_error(tmp_path: Path, kind: str, command: list[str]) -> None:
+    rc, out, err = run([*command, "--gavel", str(write_gavel(tmp_path, _few_pairs_doc(kind)))])
+    assert_clear(rc, err)
+    assert "pair" in err.strip().splitlines()[-1]

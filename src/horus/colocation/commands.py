@@ -56,6 +56,10 @@ def _analyze(args: argparse.Namespace) -> int:
             report["shape"] = compare_shapes(member_values(coloc), gavel_member_values(gavel))
     else:
         sets, proxy_text = sets_from_gavel(gavel, args.proxy)
+        usable = int(sets["summed_util"].notna().sum()) if {"summed_util", "mean_normalized"} <= set(sets) else 0
+        if usable < 4:
+            raise HorusInputError(str(args.gavel), f"{usable} usable co-located pairs on {args.gpu} (both jobs "
+                                                   f"measured alone, positive throughputs); the analysis needs 4")
         report = analyze(sets, top=args.top, x_label=f"Gavel proxy '{args.proxy}': {proxy_text}")
         report["source"] = f"{args.gavel} ({args.gpu}, sha256 {gavel.sha256[:12]}; quirks {gavel.quirks})"
         report["notes"] = {"pairs": "both orders of a pair averaged; zero pairs dropped by the loader"}

@@ -144,7 +144,7 @@ def sets_from_gavel(gavel: Any, proxy: str = "pressure") -> tuple[Any, str]:
     x = func(pairs, gavel)
     rows = [{"set_id": f"{a}+{b}", "set_size": 2, "summed_util": x[(a, b)], "mean_normalized": (na + nb) / 2}
             for (a, b), (na, nb) in sorted(pairs.items())]
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=["set_id", "set_size", "summed_util", "mean_normalized"])
     frame["slowdown"] = 1.0 - frame["mean_normalized"]
     return frame, text
 

@@ -217,6 +217,14 @@ def _metrics(pred: np.ndarray, true: np.ndarray) -> Metrics:
     return Metrics(len(true), float(np.mean(np.abs(err))), float(np.sqrt(np.mean(err**2))), r2, rho)
 
 
+def _check_enough(obs: _Observations, gavel: GavelThroughputs) -> None:
+    """A fit with a held-out split needs at least two measured pairs (one to fit, one to hold out)."""
+    groups = int(obs.group.max()) + 1 if len(obs.value) else 0
+    if groups < 2:
+        raise HorusInputError(f"gavel/{gavel.gpu}", f"{groups} measured co-located pair(s) with positive "
+                                                    f"throughputs; fitting and holding out need at least 2")
+
+
 def fit_slowdown_model(gavel: GavelThroughputs, seed: int = 0, *, test_fraction: float = 0.2,
                        both_at_solo: str = "keep", evaluate: bool = True) -> FitResult:
     """Fit (alpha, beta, gamma) and per-type latent utilization to ``gavel``'s measured pairs.
@@ -231,6 +239,7 @@ def fit_slowdown_model(gavel: GavelThroughputs, seed: int = 0, *, test_fraction:
         raise HorusInputError(f"gavel/{gavel.gpu}", "no measured co-located pairs to fit")
     heldout, baseline_mae = None, None
     if evaluate:
+        _check_enough(obs, gavel)
         n_groups = int(obs.group.max()) + 1
         rng = np.random.default_rng(seed)
         test_groups = rng.permutation(n_groups)[: max(1, round(test_fraction * n_groups))]
@@ -298,6 +307,7 @@ def fit_scalars(gavel: GavelThroughputs, inputs: dict[str, float], label: str, s
         raise HorusInputError("inputs", f"no input utilization for {', '.join(missing)}")
     u = np.clip(np.array([inputs[t] for t in types], dtype=float), *UTIL_BOUNDS)
     obs = _observations(gavel, types, both_at_solo)
+    _check_enough(obs, gavel)
 
     def solve(mask: np.ndarray) -> np.ndarray:
         def residual(p: np.ndarray) -> np.ndarray:
