@@ -444,6 +444,6 @@ def _few_pairs_doc(kind: str) -> dict:
 @pytest.mark.parametrize("command", [["truth", "fit"], ["truth", "fit", "--inputs", "latent"],
                                      ["colocation", "analyze"]], ids=lambda c: " ".join(c))
 def test_too_few_usable_gavel_pairs_are_a_clear_error(tmp_path: Path, kind: str, command: list[str]) -> None:
-    rc, out, err = run([*command, "--gavel", str(write_gavel(tmp_path, _few_pairs_doc(kind)))])
+    rc, _, err = run([*command, "--gavel", str(write_gavel(tmp_path, _few_pairs_doc(kind)))])
     assert_clear(rc, err)
     assert "pair" in err.strip().splitlines()[-1]
