@@ -402,6 +402,20 @@ def test_output_dir_is_removed_only_when_a_new_one_fails(tmp_path: Path) -> None
         OutputDir(f, "--out")
 
 
+def test_a_failed_run_also_removes_the_parent_directories_it_created(tmp_path: Path) -> None:
+    """The default ``results/<run>`` of a first run that fails leaves no empty ``results/`` behind; a parent that
+    existed, or that holds something else, stays."""
+    with pytest.raises(RuntimeError):
+        with OutputDir(tmp_path / "results" / "a" / "run", "--out"):
+            raise RuntimeError("boom")
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "results" / "other").mkdir(parents=True)
+    with pytest.raises(RuntimeError):
+        with OutputDir(tmp_path / "results" / "b" / "run", "--out"):
+            raise RuntimeError("boom")
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["other"]
+
+
 def test_a_limit_that_is_not_whole_mib_is_rounded_in_the_message(tmp_path: Path) -> None:
     from horus.validation import read_text
 

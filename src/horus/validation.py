@@ -348,9 +348,16 @@ class OutputDir:
         check_output_path(path, option)
         self.path = path
         self.existed = path.exists()
+        self.created: list[Path] = []  # the directories this creates, innermost first
 
     def __enter__(self) -> Path:
+        missing = []
+        for directory in (self.path, *self.path.parents):
+            if directory.exists():
+                break
+            missing.append(directory)
         self.path.mkdir(parents=True, exist_ok=True)
+        self.created = missing
         return self.path
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -358,3 +365,8 @@ class OutputDir:
             import shutil
 
             shutil.rmtree(self.path, ignore_errors=True)
+            for parent in self.created[1:]:  # e.g. the default results/ made for this run: removed if left empty
+                try:
+                    parent.rmdir()
+                except OSError:
+                    break
