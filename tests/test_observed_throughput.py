@@ -412,3 +412,27 @@ def test_defaults_and_description() -> None:
     assert ObservedThroughput(prior=prior, rescan_s=5.0).rescan_s == 5.0
     with pytest.raises(TypeError):
         ObservedThroughput(prior, 0.2)  # the options are keyword-only
+
+
+def test_jobs_without_a_model_teach_nothing_about_types_and_do_not_fail() -> None:
+    """The live service runs jobs without a model (job type '/b0', a placeholder prediction). Two of them sharing
+    a GPU by request made every scheduling step fail ('expected <model>/b<batch>, got /b0'); alone, one would
+    have skewed the predictor's speed bias on its GPU type. Neither happens: only its own solo rate is kept."""
+    from horus.gpu_types import PRESETS
+    from horus.interference.slowdown import estimator_for
+    from horus.plugins import load_all
+    from horus.predict.base import PREDICTORS
+    from horus.service.predictor import ServicePredictor
+    from horus.state import SchedulerState
+
+    load_all("horus.predict")
+    predictor = ServicePredictor(PREDICTORS.create("physical"))
+    state = SchedulerState(Cluster([Node("n0", PRESETS["V100"], 2)]), predictor)
+    for job_id, gpu in (("a", 0), ("b", 0), ("c", 1)):
+        state.submit(JobSpec(job_id, 0.0, 1, "", 0, 100.0, gpu_fraction=0.5 if gpu == 0 else None), 0.0)
+        state.start(job_id, (gpu,), 0.0)
+        state.running[job_id].observed_rate = 2.0
+    tracker = ObservedThroughput(estimator_for(None, predictor))
+    tracker.observe(state)
+    assert tracker.samples == 0 and tracker.sets == {} and tracker.solo == {} and tracker.log_bias == {}
+    assert tracker.job_solo == {("c", "V100"): 2.0}

@@ -14,7 +14,7 @@ the truth. ``ObservedThroughput`` turns it into a belief about co-located *type 
 the untrained summed-utilization rule on predicted utilization) corrected by each member type's mean
 residual (observed minus prior) over the sets it was seen in, with uncertainty ``prior_sigma``. Multi-GPU
 jobs are not sampled (a gang's rate is set by its slowest worker and communication, so a per-GPU share
-cannot be read from it).
+cannot be read from it), nor are jobs without a model (the live service's placeholder belief; no job type).
 """
 
 from __future__ import annotations
@@ -139,6 +139,10 @@ class ObservedThroughput:
                 self.job_solo[(run.spec.job_id, state.cluster.gpus[g].gpu_type.name)] = run.observed_rate
             return True
         gpu_type = state.cluster.gpus[g].gpu_type
+        if any(not r.spec.model for r in runs):  # a job without a model has no type to learn about, and its
+            if len(runs) == 1:                   # prediction is a placeholder (no speed bias to read from it)
+                self.job_solo[(runs[0].spec.job_id, gpu_type.name)] = runs[0].observed_rate
+            return True
         if len(runs) == 1:
             run = runs[0]
             key = (run.spec.job_type, gpu_type.name)
