@@ -5,7 +5,7 @@ Each (policy, job count) runs in its own Python process so that start-up, peak m
 2 cores): all jobs on 512 GPUs (congested) <= 20 s per policy (<= 60 s for the IASP/IAPP-driven
 ``geng`` and ``horus-iasp``), growth exponent <= 1.2 from 10k to 82k jobs, peak RSS <= 2 GB.
 
-    python benchmarks/philly_scale.py --gpus 512 --policy all            # every registered policy
+    python benchmarks/philly_scale.py --gpus 512                         # every registered policy (the default)
     python benchmarks/philly_scale.py --gpus 512 --policy horus-paper --growth # 10k/20k/40k/82k + fitted exponent
     python benchmarks/philly_scale.py --gpus 2048 --policy horus-paper   # uncongested (the old default)
 
@@ -105,12 +105,17 @@ def run_child(args: argparse.Namespace, policy: str, limit: int) -> dict[str, ob
         cmd += ["--profile", str(args.profile)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=args.timeout_s)
+    except subprocess.TimeoutExpired:  # the child is killed; what it cost so far is not measured
+        return {"policy": policy, "jobs": limit or "all", "gpus": args.gpus, "finished": False,
+                "timeout_s": args.timeout_s}
     wall = time.perf_counter() - wall0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"{policy} ({limit or 'all'} jobs) failed:\n{done.stderr[-3000:]}")
     run = json.loads(done.stdout.strip().splitlines()[-1])
+    run["finished"] = True
     run["whole_process_cpu_s"] = round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 3)
     run["whole_process_wall_s"] = round(wall, 3)
     return run
@@ -132,7 +137,10 @@ def fit_exponent(points: list[tuple[int, float]]) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default="horus-paper", help="policy name, comma-separated names, or 'all'")
+    parser.add_argument("--policy", default="all",
+                        help="policy name, comma-separated names, or 'all' (default: every registered policy)")
+    parser.add_argument("--timeout-s", type=float, default=600.0,
+                        help="a run still going after this many wall seconds is stopped and reported as not finished")
     parser.add_argument("--gpus", type=int, default=512, help="cluster size (8-GPU V100 nodes); 512 = congested")
     parser.add_argument("--truth", default="parametric")
     parser.add_argument("--predictor", default="analytic")
@@ -167,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         points: list[tuple[int, float]] = []
         for size in sizes:
             tries = [run_child(args, name, size) for _ in range(max(args.repeat, 1))]
+            if not all(t["finished"] for t in tries):
+                runs.append(tries[0] if not tries[0]["finished"] else next(t for t in tries if not t["finished"]))
+                print(f"{name:15s} {size or 'all':>6} jobs on {args.gpus} GPUs: did not finish within "
+                      f"{args.timeout_s:.0f} s wall", flush=True)
+                break  # larger sizes would not finish either
             best = min(tries, key=lambda r: float(r["simulate_cpu_s"]))  # type: ignore[arg-type]
             best["simulate_cpu_s_all_tries"] = [r["simulate_cpu_s"] for r in tries]
             runs.append(best)
