@@ -176,13 +176,13 @@ class GandivaPolicy(Policy):
 
         for run, g in unpack(cycle, loses):
             self.unpacked += 1
-            target = self._idle_gpu(run.spec, g, cycle.load)
+            target = self._idle_gpu(run.spec, g, cycle)
             if target is not None:  # restart at once on an idle GPU (it is queued once preempted)
                 cycle.start(run.spec, (target,))
 
-    def _idle_gpu(self, spec: Any, leaving: int, load: GPULoad) -> int | None:
-        """An idle GPU the job may use, of the same type as ``leaving`` if there is one."""
-        idle = load.n_residents == 0
+    def _idle_gpu(self, spec: Any, leaving: int, cycle: Cycle) -> int | None:
+        """An idle GPU (in the plan) the job may use, of the same type as ``leaving`` if there is one."""
+        idle = cycle.idle()
         allowed = self.idx.allowed(spec)
         if allowed is not None:
             idle = idle & allowed
@@ -245,7 +245,7 @@ class GandivaPolicy(Policy):
     # ---- migration: spread packed jobs onto GPUs that went idle --------------------------------------
     def _migrate(self, cycle: Cycle, res: _Residents) -> None:
         state, load = cycle.state, cycle.load
-        if not (load.n_residents == 0).any():
+        if not cycle.idle().any():
             return
         movers: list[tuple[float, str]] = []
         for g in np.flatnonzero(load.n_residents >= 2).tolist():
@@ -260,7 +260,7 @@ class GandivaPolicy(Policy):
                     movers.append((left, jid))
 
         def target(run: RunningJob) -> tuple[int, ...] | None:
-            found = self._idle_gpu(run.spec, run.gpus[0], cycle.load)
+            found = self._idle_gpu(run.spec, run.gpus[0], cycle)
             return None if found is None else (found,)
 
         self.migrated += migrate(cycle, movers, target)

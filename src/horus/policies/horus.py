@@ -212,7 +212,7 @@ class AdaptiveHorusPolicy(Policy):
                 gpus = excl.place(job, load, state) if excl.any_room() else None
             if gpus is None and self._may_share(job):
                 snap = snap or self._snapshot(state)
-                idle_now = int((load.n_residents == 0).sum())
+                idle_now = int(cycle.idle().sum())
                 gpus = self._colocation(job, load, state, snap.wait(blocked_gpus + spec.num_gpus - idle_now), snap,
                                         plan)
             if gpus is None:
@@ -414,7 +414,7 @@ class AdaptiveHorusPolicy(Policy):
         """Restart unpacked jobs on idle GPUs, then move co-located jobs with the most work left (at least
         ``migrate_min_s`` at their current rate) onto GPUs that stay idle (exclusive placement)."""
         state = cycle.state
-        if not (cycle.load.n_residents == 0).any():
+        if not cycle.idle().any():
             return
         stopped = set(unpacked) - {a.job_id for a in cycle.actions if isinstance(a, Start)}
         movers: list[tuple[float, str]] = [(math.inf, jid) for jid in sorted(stopped)]
