@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from horus.predict.analytic import AnalyticPredictor
 from horus.service.scheduler import LiveScheduler
-from horus.service.store import FINAL_STATES, JobRow, NewJob, Store, StoreError
+from horus.service.store import FINAL_STATES, SCHEMA_VERSION, JobRow, NewJob, Store, StoreError
 
 KINDS = {"preempted": "preemptions", "oom": "oom_failures", "lost": "lost_runs"}
 # The generated interleavings commit thousands of fsync'ed transactions: on tmpfs where there is one.
@@ -328,7 +328,7 @@ def test_a_store_written_at_this_schema_version_opens(tmp_path: Path) -> None:
     path = tmp_path / "horus.db"
     Store(path).close()
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("1",)
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
     path2 = tmp_path / "old.db"
     with sqlite3.connect(path2) as db:  # a file written by another Horus of schema version 1
         db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
@@ -338,7 +338,27 @@ def test_a_store_written_at_this_schema_version_opens(tmp_path: Path) -> None:
     store.close()
 
 
-@pytest.mark.parametrize("version", ["0", "2"])
+def test_a_schema_1_store_with_jobs_is_migrated_and_keeps_them(tmp_path: Path) -> None:
+    """A store written before owners and credentials existed opens, keeps its jobs (owner unknown) and is
+    version 2 afterwards."""
+    path = tmp_path / "horus.db"
+    store = Store(path)
+    j = store.submit(new_job(), 1.0)[0].id
+    store.close()
+    with sqlite3.connect(path) as db:  # make it what schema 1 wrote: no owner column
+        db.execute("ALTER TABLE jobs DROP COLUMN owner")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    again = Store(path)
+    old = again.job(j)
+    assert old is not None and old.owner is None and old.state == "queued"
+    mine = again.submit(NewJob(model="m", batch_size=1, num_gpus=1, command=["x"], owner="alice"), 2.0)[0]
+    assert mine.owner == "alice" and [r.id for r in again.jobs(owner="alice")] == [mine.id]
+    again.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+
+
+@pytest.mark.parametrize("version", ["0", str(SCHEMA_VERSION + 1)])
 def test_another_schema_version_is_refused(tmp_path: Path, version: str) -> None:
     path = tmp_path / "horus.db"
     Store(path).close()

@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "horus.colocation.commands",
     "horus.interference.commands",
     "horus.service.commands",
+    "horus.service.token_commands",
     "horus.ray.commands",
     "horus.k8s.commands",
 )

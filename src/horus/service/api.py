@@ -1,13 +1,15 @@
 """The HTTP API (FastAPI; OpenAPI at ``/docs``). Versioned under ``/v1``.
 
-Writes need ``Authorization: Bearer <token>`` (401 without, 403 with a wrong one; compared in
-constant time; tokens are never logged). Reads need it too unless the server runs with open
-reads. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
+Every request but ``/healthz`` needs ``Authorization: Bearer <token>`` or a console session
+cookie (401 without, 403 with a wrong one; tokens are never logged); reads go through without one
+when the server runs with open reads. Who may do what (``horus.service.auth``): admin everything;
+a user submits and sees, reads and cancels its own jobs only (another user's job is a 404, and on
+the cluster map another user's job is shown without id or name); an agent registers and heartbeats
+only as itself. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 from typing import Annotated, Any
@@ -18,6 +20,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from horus import __version__
 from horus.errors import HorusInputError, UnknownAgentError
+from horus.service.auth import OPEN_READER, SESSION_COOKIE, Authenticator, Identity, Sessions
 from horus.service.models_onnx import MAX_ONNX_BYTES, catalog_row_from_onnx, register_catalog_row
 from horus.service.scheduler import LiveScheduler
 from horus.service.schemas import AgentRegister, Heartbeat, JobProgress, JobSubmit, job_view
@@ -43,25 +46,47 @@ def _error_item(error: Any) -> dict[str, Any]:
 def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False) -> FastAPI:
     app = FastAPI(title="Horus", version=__version__,
                   description="Interference-aware GPU cluster scheduler: submit training jobs, watch them run.")
-    expected = token.encode()
+    auth = Authenticator(scheduler.store, token)
+    sessions = Sessions()
 
-    def check(authorization: str | None) -> None:
-        if not authorization:
-            raise HTTPException(401, "this request needs 'Authorization: Bearer <token>'",
-                                headers={"WWW-Authenticate": "Bearer"})
-        scheme, _, value = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), expected):
-            raise HTTPException(403, "wrong token")
+    def identify(request: Request, authorization: str | None, *, reading: bool) -> Identity:
+        if authorization:
+            scheme, _, value = authorization.partition(" ")
+            who = auth.identify(value) if scheme.lower() == "bearer" else None
+            if who is None:
+                raise HTTPException(403, "wrong token")
+            return who
+        session = sessions.token(request.cookies.get(SESSION_COOKIE))
+        who = auth.identify(session) if session else None
+        if who is not None:
+            if not reading and request.headers.get("x-horus-console") != "1":
+                raise HTTPException(403, "a write with a console session needs the 'X-Horus-Console: 1' header")
+            return who
+        if reading and open_reads:
+            return OPEN_READER
+        raise HTTPException(401, "this request needs 'Authorization: Bearer <token>'",
+                            headers={"WWW-Authenticate": "Bearer"})
 
-    def write_auth(authorization: Annotated[str | None, Header()] = None) -> None:
-        check(authorization)
+    def writer(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
+        return identify(request, authorization, reading=False)
 
-    def read_auth(authorization: Annotated[str | None, Header()] = None) -> None:
-        if not open_reads:
-            check(authorization)
+    def reader(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
+        return identify(request, authorization, reading=True)
 
-    Write = Depends(write_auth)
-    Read = Depends(read_auth)
+    def need(who: Identity, *roles: str) -> Identity:
+        if who.role not in roles:
+            raise HTTPException(403, f"the {who.role} role cannot do this")
+        return who
+
+    Writer = Depends(writer)  # noqa: N806 - used as a parameter default: `who: Identity = Writer`
+    Reader = Depends(reader)  # noqa: N806
+
+    def own_job(who: Identity, job_id: int) -> Any:
+        """The job, if this caller may see it (otherwise 404: its existence is not revealed)."""
+        row = scheduler.store.job(job_id)
+        if row is None or not who.owns(row.owner):
+            raise HTTPException(404, f"no job {job_id}")
+        return row
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next: Any) -> Response:
@@ -85,49 +110,57 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
     def healthz() -> dict[str, Any]:
         return {"status": "ok", "version": __version__}
 
-    @app.get("/metrics", tags=["service"], response_class=PlainTextResponse, dependencies=[Read])
-    def metrics() -> Response:
+    @app.get("/metrics", tags=["service"], response_class=PlainTextResponse)
+    def metrics(who: Identity = Reader) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST
 
+        need(who, "admin", "user")
         return Response(scheduler.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/jobs", tags=["jobs"], status_code=201, dependencies=[Write])
-    def submit(body: JobSubmit, response: Response,
+    @app.post("/v1/jobs", tags=["jobs"], status_code=201)
+    def submit(body: JobSubmit, response: Response, who: Identity = Writer,
                idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> dict[str, Any]:
-        """Queue a job. A retry with the same idempotency key (body field or header) returns the first job (200)."""
+        """Queue a job (owned by the caller). A retry with the same idempotency key (body field or header) by the
+        same caller returns the first job (200)."""
+        need(who, "admin", "user")
         key = body.idempotency_key or idempotency_key
         new = NewJob(model=body.model or "", batch_size=body.batch_size if body.model else 0,
                      num_gpus=body.num_gpus, command=body.command, env=body.env, cwd=body.cwd, name=body.name,
                      gpu_type=body.gpu_type, gpu_fraction=body.gpu_fraction, iterations=body.iterations,
-                     idem_key=key)
+                     idem_key=key, owner=who.name)
         row, created = scheduler.submit(new)
         if not created:
             response.status_code = 200
         return job_view(row, prediction=scheduler.prediction(row))
 
-    @app.get("/v1/jobs", tags=["jobs"], dependencies=[Read])
-    def list_jobs(state: Annotated[list[str] | None, Query()] = None,
+    @app.get("/v1/jobs", tags=["jobs"])
+    def list_jobs(who: Identity = Reader, state: Annotated[list[str] | None, Query()] = None,
                   limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
-        """Jobs, newest first, optionally only in the given states."""
+        """Jobs the caller may see (a user: its own), newest first, optionally only in the given states."""
+        need(who, "admin", "user")
         for s in state or []:
             if s not in JOB_STATES:
                 raise HTTPException(422, f"state: expected one of {', '.join(JOB_STATES)}, got {s[:40]!r}")
-        rows = scheduler.store.jobs(states=state, limit=limit, newest_first=True)
+        owner = None if who.is_admin else who.name
+        rows = scheduler.store.jobs(states=state, limit=limit, newest_first=True, owner=owner)
         return {"jobs": [job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None,
                                   waiting=scheduler.wait_reason(r.job_id) if r.state == "queued" else None)
-                         for r in rows], "counts": scheduler.store.counts()}
+                         for r in rows], "counts": scheduler.store.counts(owner=owner)}
 
-    @app.get("/v1/jobs/{job_id}", tags=["jobs"], dependencies=[Read])
-    def get_job(job_id: JobId) -> dict[str, Any]:
-        row = scheduler.store.job(job_id)
-        if row is None:
-            raise HTTPException(404, f"no job {job_id}")
-        return job_view(row, prediction=scheduler.prediction(row), telemetry=scheduler.telemetry(row.job_id),
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"])
+    def get_job(job_id: JobId, who: Identity = Reader) -> dict[str, Any]:
+        need(who, "admin", "user")
+        row = own_job(who, job_id)
+        view = job_view(row, prediction=scheduler.prediction(row), telemetry=scheduler.telemetry(row.job_id),
                         events=scheduler.store.events(job_id), waiting=scheduler.wait_reason(row.job_id))
+        view["history"] = scheduler.history(row.job_id)
+        return view
 
-    @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"], dependencies=[Write])
-    def cancel(job_id: JobId) -> dict[str, Any]:
+    @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"])
+    def cancel(job_id: JobId, who: Identity = Writer) -> dict[str, Any]:
         """Cancel a queued or running job (a running one is stopped: SIGTERM, grace period, SIGKILL)."""
+        need(who, "admin", "user")
+        own_job(who, job_id)
         row = scheduler.cancel(job_id)
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
@@ -144,14 +177,28 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             raise HTTPException(403, "wrong job token")
         return Response(status_code=204)
 
-    @app.get("/v1/cluster", tags=["cluster"], dependencies=[Read])
-    def cluster() -> dict[str, Any]:
-        """Every GPU with its residents, predicted and observed utilization and memory."""
-        return scheduler.cluster_view()
+    @app.get("/v1/cluster", tags=["cluster"])
+    def cluster(who: Identity = Reader) -> dict[str, Any]:
+        """Every GPU with its residents, predicted and observed utilization and memory (a user sees other users'
+        residents only as ``null``)."""
+        need(who, "admin", "user")
+        return scheduler.cluster_view(viewer=None if who.is_admin else who.name)
 
-    @app.post("/v1/models", tags=["models"], status_code=201, dependencies=[Write])
-    async def upload_model(request: Request) -> dict[str, Any]:
+    @app.get("/v1/colocations", tags=["cluster"])
+    def colocations(who: Identity = Reader, limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
+        """The co-location ledger, newest first: every set of jobs that shared a GPU, predicted and observed
+        combined normalized throughput, how long, and how it ended (a user sees only sets with a job of its own)."""
+        need(who, "admin", "user")
+        return {"sets": scheduler.ledger_view(limit, viewer=None if who.is_admin else who.name)}
+
+    @app.get("/v1/whoami", tags=["service"])
+    def whoami(who: Identity = Reader) -> dict[str, Any]:
+        return {"name": who.name, "role": who.role}
+
+    @app.post("/v1/models", tags=["models"], status_code=201)
+    async def upload_model(request: Request, who: Identity = Writer) -> dict[str, Any]:
         """Upload an ONNX graph (request body); submit jobs with the returned model name."""
+        need(who, "admin", "user")
         data = await request.body()
         name, row = catalog_row_from_onnx(data)
         with scheduler.lock:
@@ -159,13 +206,17 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             scheduler.store.add_model(name, row, scheduler.clock())
         return {"model": name, "batch_size": row["batch_size"], "params": row["params"]}
 
-    @app.post("/v1/agents", tags=["agents"], dependencies=[Write])
-    def register_agent(body: AgentRegister) -> dict[str, Any]:
+    @app.post("/v1/agents", tags=["agents"])
+    def register_agent(body: AgentRegister, who: Identity = Writer) -> dict[str, Any]:
+        if not who.may_act_as_agent(body.name):
+            raise HTTPException(403, f"this credential cannot register agent {body.name!r}")
         row = scheduler.register_agent(body.name, body.hostname, [g.model_dump() for g in body.gpus])
         return {"name": row.name, "lease_s": scheduler.lease_s}
 
-    @app.post("/v1/agents/{name}/heartbeat", tags=["agents"], dependencies=[Write])
-    def heartbeat(name: Annotated[str, Path(max_length=128)], body: Heartbeat) -> dict[str, Any]:
+    @app.post("/v1/agents/{name}/heartbeat", tags=["agents"])
+    def heartbeat(name: Annotated[str, Path(max_length=128)], body: Heartbeat, who: Identity = Writer) -> dict[str, Any]:
+        if not who.may_act_as_agent(name):
+            raise HTTPException(403, f"this credential cannot act as agent {name!r}")
         try:
             desired = scheduler.heartbeat(name, [r.model_dump() for r in body.reports],
                                           [g.model_dump() for g in body.gpus])
@@ -174,4 +225,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
                 from None
         return {"desired": desired}
 
+    from horus.service.console import mount_console
+
+    mount_console(app, auth, sessions)
     return app

@@ -32,6 +32,7 @@ from horus.jobs import JobSpec
 from horus.policies.base import Policy
 from horus.predict.base import Predictor
 from horus.service.agents import AgentInfo, cluster_of, expired
+from horus.service.ledger import Ledger
 from horus.service.live_jobs import LiveJob, LiveJobs
 from horus.service.metrics import ServiceMetrics
 from horus.service.predictor import ServicePredictor
@@ -75,6 +76,7 @@ class LiveScheduler:
             if row.state == "alive":  # a restarted server gives known agents one lease to report again
                 self.agents[row.name] = AgentInfo(row.name, row.seq, row.hostname, row.gpus, last_seen=now)
         self._register_models()
+        self.ledger = Ledger(store)
         self.policy: Policy = create_policy(policy, self.policy_options)  # one object for the service's life
         self.rebuild()
 
@@ -117,6 +119,8 @@ class LiveScheduler:
                 run = self.state.running.get(key)
                 if run is not None:
                     run.iterations_done, run.observed_rate = max(run.iterations_done, done), rate
+            self.ledger.rescan()
+            self.ledger.sync(self.state, self.gpu_map, now)
             self.wake_scheduler.set()
 
     def _enqueue(self, row: JobRow) -> None:
@@ -175,8 +179,10 @@ class LiveScheduler:
             attained = run.attained(now) if run else None
             self.store.end(job_id, None, now, "cancelled", attained_gpu_s=attained, reason="cancelled by user")
             if run is not None:
+                self.ledger.departed(key, "cancelled")
                 self.state.finish(key)
                 self._wake(self.live.pop(key))
+                self.ledger.sync(self.state, self.gpu_map, now)
             elif key in self.state.queue:
                 self.state.withdraw(key)
             return self.store.job(job_id)
@@ -201,6 +207,7 @@ class LiveScheduler:
         live = self.live.pop(job_id)
         assert live is not None
         run = self.state.running[job_id]
+        self.ledger.departed(job_id, "unpacked")
         self.store.requeue(int(job_id), live.attempt, now, attained_gpu_s=run.attained(now),
                            iterations_done=run.iterations_done, kind="preempted")
         self.state.requeue(job_id, now)
@@ -224,6 +231,7 @@ class LiveScheduler:
                 return 0
             self.core.schedule(now)
             self.metrics.decision_s.observe(self.core.last_decision_s)
+            self.ledger.sync(self.state, self.gpu_map, now)
             return self.core.last_started
 
     def tick_s(self) -> float:
@@ -301,6 +309,8 @@ class LiveScheduler:
                     progress.append((live.row.id, live.attempt, run.iterations_done))
                 if report.get("status") == "exited":
                     self._on_exit(key, live, name, report, now)
+            self.ledger.sample(self.state, self.gpu_map, name, agent.telemetry, now)
+            self.ledger.sync(self.state, self.gpu_map, now)
             if now - agent.progress_saved >= PROGRESS_SAVE_S:  # telemetry, not a transition: written now and then
                 agent.progress_saved = now
                 self.store.progress(progress)
@@ -333,6 +343,8 @@ class LiveScheduler:
         code = report.get("exit_code")
         run = self.state.running[key]
         job_id = live.row.id
+        self.ledger.departed(key, "kept" if code == 0 else "oom" if report.get("oom") else
+                             "lost" if code is None else "failed")
         if code == 0:
             live.exited[agent] = 0
             if len(live.exited) < len(live.agents()):
@@ -406,27 +418,68 @@ class LiveScheduler:
             pred = self.state.predict(self.spec_of(row), self.cluster.gpus[0].gpu_type)
         return {"util": pred.util, "mem_mib": pred.mem_mib, "iter_time_s": pred.iter_time_s}
 
-    def cluster_view(self) -> dict[str, Any]:
-        """Per GPU: where it is, its residents, predicted and observed utilization and memory."""
+    def cluster_view(self, viewer: str | None = None) -> dict[str, Any]:
+        """Per GPU: where it is, its residents (``jobs``: id, name, owner, predictions, observed rate), predicted
+        and observed utilization and memory, and a recent unpack or OOM mark. With ``viewer`` (a user's name),
+        other users' residents are ``null`` in ``residents`` and shown without id, name or owner in ``jobs``."""
         with self.lock:
             load = self.state.load
+            now = self.clock()
             gpus = []
             for g, (agent_name, local) in enumerate(self.gpu_map):
                 agent = self.agents[agent_name]
                 desc = agent.gpu(local)
                 observed = agent.telemetry.get(local, {})
+                gpu_type = self.cluster.gpus[g].gpu_type
+                jobs = [self._resident(j, gpu_type, viewer) for j in self.state.residents[g]]
+                mark = self.ledger.mark((agent_name, local), now)
+                if mark is not None and viewer is not None:
+                    mark = {k: v for k, v in mark.items() if k != "job"}
                 gpus.append({
                     "index": g, "agent": agent_name, "local_index": local, "uuid": str(desc.get("uuid", "")),
-                    "type": self.cluster.gpus[g].gpu_type.name, "memory_mib": self.cluster.gpus[g].gpu_type.memory_mib,
-                    "residents": list(self.state.residents[g]),
+                    "type": gpu_type.name, "memory_mib": gpu_type.memory_mib,
+                    "residents": [j["id"] for j in jobs], "jobs": jobs,
                     "predicted_util": float(load.pred_util[g]), "predicted_mem_mib": float(load.pred_mem_mib[g]),
                     "observed_util": observed.get("util"), "observed_mem_mib": observed.get("mem_mib"),
+                    "mark": mark,
                 })
             return {"policy": self.policy_name, "predictor": self.predictor.name,
                     "agents": [{"name": a.name, "hostname": a.hostname, "gpus": len(a.gpus),
                                 "last_seen_s_ago": round(max(0.0, self.clock() - a.last_seen), 3)}
                                for a in sorted(self.agents.values(), key=lambda a: a.seq)],
                     "queued": len(self.state.queue), "running": len(self.state.running), "gpus": gpus}
+
+    def _resident(self, job_id: str, gpu_type: Any, viewer: str | None) -> dict[str, Any]:
+        run = self.state.running[job_id]
+        live = self.live.get(job_id)
+        owner = live.row.owner if live is not None else None
+        pred = self.state.predict(run.spec, gpu_type)
+        mine = viewer is None or owner == viewer
+        return {"id": job_id if mine else None, "name": (live.row.name if live is not None else None) if mine else None,
+                "owner": owner if mine else None, "model": run.spec.model if mine else None,
+                "predicted_util": pred.util, "predicted_mem_mib": pred.mem_mib,
+                "observed_rate": run.observed_rate if mine else None}
+
+    def history(self, job_id: str) -> list[dict[str, float | None]]:
+        """Recent telemetry of a job (rate; utilization and memory of its first GPU), oldest first."""
+        with self.lock:
+            return self.ledger.job_history(job_id)
+
+    def ledger_view(self, limit: int, viewer: str | None = None) -> list[dict[str, Any]]:
+        """Co-located sets, newest first (with ``viewer``: only sets with one of its jobs, others' ids hidden)."""
+        with self.lock:
+            rows = self.ledger.view(limit if viewer is None else 100_000, self.clock())
+        if viewer is None:
+            return rows
+        owners = {r.job_id: r.owner for r in self.store.jobs(owner=viewer)}
+        out = []
+        for row in rows:
+            jobs = [str(j) for j in row["jobs"]]
+            if any(j in owners for j in jobs):
+                out.append({**row, "jobs": [int(j) if j in owners else None for j in jobs]})
+                if len(out) >= limit:
+                    break
+        return out
 
     def wait_reason(self, job_id: str) -> dict[str, object] | None:
         """Why a queued job waits (``horus.reasons``: code, message, retryable); None if it is not queued."""

@@ -1,8 +1,10 @@
 """The live service's durable state: one SQLite file in WAL mode.
 
-Tables: ``jobs`` (spec, command, state machine, attempts, placement, attained service),
+Tables: ``jobs`` (spec, command, owner, state machine, attempts, placement, attained service),
 ``events`` (every transition of every job), ``agents`` (registered machines and their GPUs),
-``models`` (uploaded ONNX graphs' features). Every transition is one transaction that checks the
+``models`` (uploaded ONNX graphs' features), ``tokens`` (named credentials with a role, stored as
+SHA-256 hashes), ``colocations`` (every set of jobs that shared a GPU: when, predicted and observed
+combined throughput, how it ended). Every transition is one transaction that checks the
 job's current state and attempt (``WHERE state = ? AND attempt = ?``), so a late or duplicate
 report changes nothing: fencing is done by the database, not by memory. An acknowledged write
 has been committed with ``synchronous=FULL`` before the reply, so it survives ``kill -9`` and
@@ -24,7 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+ROLES = ("admin", "user", "agent")
+IDEM_SEP = "\x1f"  # owner IDEM_SEP key
 FINAL_STATES = ("finished", "failed", "cancelled")
 JOB_STATES = ("queued", "running", *FINAL_STATES)
 
@@ -58,7 +62,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     preemptions INTEGER NOT NULL DEFAULT 0,
     lost_runs INTEGER NOT NULL DEFAULT 0,
     exit_code INTEGER,
-    reason TEXT
+    reason TEXT,
+    owner TEXT                                  -- the submitting identity's name (NULL: before schema 2)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 CREATE TABLE IF NOT EXISTS events (
@@ -84,7 +89,36 @@ CREATE TABLE IF NOT EXISTS models (
     info TEXT NOT NULL,                         -- JSON catalog row
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tokens (
+    name TEXT PRIMARY KEY,
+    role TEXT NOT NULL CHECK (role IN ('admin', 'user', 'agent')),
+    hash TEXT NOT NULL UNIQUE,                  -- hex SHA-256 of the token; the token itself is never stored
+    created REAL NOT NULL,
+    revoked REAL
+);
+CREATE TABLE IF NOT EXISTS colocations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    agent TEXT NOT NULL,
+    local_index INTEGER NOT NULL,
+    gpu_type TEXT NOT NULL,
+    jobs TEXT NOT NULL,                         -- JSON list of job ids sharing the GPU
+    started REAL NOT NULL,
+    ended REAL,                                 -- NULL while the set runs
+    predicted REAL,                             -- predicted combined normalized throughput
+    observed REAL,                              -- mean observed combined normalized throughput
+    samples INTEGER NOT NULL DEFAULT 0,
+    outcome TEXT NOT NULL                       -- running | kept | unpacked | oom | lost | cancelled
+);
 """
+
+
+
+def _add_owner(db: sqlite3.Connection) -> None:
+    if "owner" not in {r[1] for r in db.execute("PRAGMA table_info(jobs)")}:
+        db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
+
+
+_MIGRATIONS = {1: _add_owner}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 
 
 class StoreError(RuntimeError):
@@ -123,6 +157,7 @@ class JobRow:
     lost_runs: int
     exit_code: int | None
     reason: str | None
+    owner: str | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRow:
@@ -135,6 +170,11 @@ class JobRow:
     @property
     def job_id(self) -> str:
         return str(self.id)
+
+    @property
+    def idempotency_key(self) -> str | None:
+        """The key as its owner gave it (stored prefixed by the owner, so keys are per owner)."""
+        return None if self.idem_key is None else self.idem_key.split(IDEM_SEP, 1)[-1]
 
 
 @dataclass
@@ -163,6 +203,7 @@ class NewJob:
     gpu_fraction: float | None = None
     iterations: float | None = None
     idem_key: str | None = None
+    owner: str | None = None
 
 
 class Store:
@@ -181,11 +222,17 @@ class Store:
             self._db.executescript(_SCHEMA)  # idempotent (IF NOT EXISTS)
             with self.transaction() as db:
                 found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                version = SCHEMA_VERSION if found is None else int(found["value"])
+                while version in _MIGRATIONS and version < SCHEMA_VERSION:
+                    _MIGRATIONS[version](db)
+                    version += 1
                 if found is None:
                     db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif int(found["value"]) != SCHEMA_VERSION:
+                elif version != SCHEMA_VERSION:
                     raise StoreError(f"{self.path}: schema version {found['value']}, this Horus reads "
                                      f"{SCHEMA_VERSION}")
+                else:
+                    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise StoreError(f"{self.path}: not a usable Horus state file ({exc})") from None
@@ -213,12 +260,19 @@ class Store:
         return JobRow.from_row(row) if row else None
 
     def jobs(self, states: Sequence[str] | None = None, limit: int | None = None,
-             newest_first: bool = False) -> list[JobRow]:
+             newest_first: bool = False, owner: str | None = None) -> list[JobRow]:
+        """Jobs (only ``owner``'s when given), optionally only in ``states``."""
         sql = "SELECT * FROM jobs"
+        where: list[str] = []
         args: list[Any] = []
         if states:
-            sql += f" WHERE state IN ({','.join('?' * len(states))})"
+            where.append(f"state IN ({','.join('?' * len(states))})")
             args += list(states)
+        if owner is not None:
+            where.append("owner = ?")
+            args.append(owner)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id DESC" if newest_first else " ORDER BY id"
         if limit is not None:
             sql += " LIMIT ?"
@@ -226,9 +280,12 @@ class Store:
         with self._lock:
             return [JobRow.from_row(r) for r in self._db.execute(sql, args).fetchall()]
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, owner: str | None = None) -> dict[str, int]:
+        sql, args = "SELECT state, COUNT(*) AS n FROM jobs", ()
+        if owner is not None:
+            sql, args = sql + " WHERE owner = ?", (owner,)
         with self._lock:
-            rows = self._db.execute("SELECT state, COUNT(*) AS n FROM jobs GROUP BY state").fetchall()
+            rows = self._db.execute(sql + " GROUP BY state", args).fetchall()
         return {r["state"]: int(r["n"]) for r in rows}
 
     def events(self, job_id: int) -> list[dict[str, Any]]:
@@ -253,15 +310,16 @@ class Store:
     def submit(self, job: NewJob, now: float) -> tuple[JobRow, bool]:
         """Store a new queued job; with an idempotency key already used, return that job. (row, created)."""
         with self.transaction() as db:
-            if job.idem_key is not None:
-                found = db.execute("SELECT * FROM jobs WHERE idem_key = ?", (job.idem_key,)).fetchone()
+            if job.idem_key is not None:  # keys are per owner: another user's key neither matches nor leaks
+                found = db.execute("SELECT * FROM jobs WHERE idem_key = ?", (self._idem(job),)).fetchone()
                 if found is not None:
                     return JobRow.from_row(found), False
             cur = db.execute(
                 "INSERT INTO jobs (idem_key, name, model, batch_size, num_gpus, gpu_type, gpu_fraction, iterations, "
-                "command, env, cwd, state, submitted, queued_since) VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?)",
-                (job.idem_key, job.name, job.model, job.batch_size, job.num_gpus, job.gpu_type, job.gpu_fraction,
-                 job.iterations, json.dumps(list(job.command)), json.dumps(job.env), job.cwd, now, now))
+                "command, env, cwd, state, submitted, queued_since, owner) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?, ?)",
+                (self._idem(job), job.name, job.model, job.batch_size, job.num_gpus, job.gpu_type, job.gpu_fraction,
+                 job.iterations, json.dumps(list(job.command)), json.dumps(job.env), job.cwd, now, now, job.owner))
             job_id = int(cur.lastrowid)
             self._event(db, job_id, now, "submitted", 0, {})
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
@@ -349,6 +407,62 @@ class Store:
     def add_model(self, name: str, info: dict[str, Any], now: float) -> None:
         with self.transaction() as db:
             db.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?)", (name, json.dumps(info), now))
+
+    # ---- credentials -----------------------------------------------------------------------------------
+    def add_token(self, name: str, role: str, token_hash: str, now: float) -> None:
+        """A new named credential (its hash). Raises ``StoreError`` if the name exists."""
+        if role not in ROLES:
+            raise ValueError(f"role: expected one of {', '.join(ROLES)}, got {role!r}")
+        try:
+            with self.transaction() as db:  # a revoked name may be issued again
+                db.execute("DELETE FROM tokens WHERE name = ? AND revoked IS NOT NULL", (name,))
+                db.execute("INSERT INTO tokens VALUES (?, ?, ?, ?, NULL)", (name, role, token_hash, now))
+        except sqlite3.IntegrityError:
+            raise StoreError(f"a token named {name!r} exists (revoke it first, or choose another name)") from None
+
+    def token_by_hash(self, token_hash: str) -> tuple[str, str] | None:
+        """(name, role) of the unrevoked credential with this hash."""
+        with self._lock:
+            row = self._db.execute("SELECT name, role FROM tokens WHERE hash = ? AND revoked IS NULL",
+                                   (token_hash,)).fetchone()
+        return None if row is None else (row["name"], row["role"])
+
+    def tokens(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute("SELECT name, role, created, revoked FROM tokens ORDER BY created").fetchall()
+        return [dict(r) for r in rows]
+
+    def revoke_token(self, name: str, now: float) -> bool:
+        with self.transaction() as db:
+            return db.execute("UPDATE tokens SET revoked = ? WHERE name = ? AND revoked IS NULL",
+                              (now, name)).rowcount == 1
+
+    # ---- co-location ledger ----------------------------------------------------------------------------
+    def open_set(self, agent: str, local_index: int, gpu_type: str, jobs: Sequence[str], now: float,
+                 predicted: float | None) -> int:
+        with self.transaction() as db:
+            cur = db.execute("INSERT INTO colocations (agent, local_index, gpu_type, jobs, started, predicted, "
+                             "outcome) VALUES (?, ?, ?, ?, ?, ?, 'running')",
+                             (agent, local_index, gpu_type, json.dumps([int(j) for j in jobs]), now, predicted))
+            return int(cur.lastrowid)
+
+    def close_set(self, set_id: int, now: float, outcome: str, observed: float | None, samples: int) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE colocations SET ended = ?, outcome = ?, observed = ?, samples = ? "
+                       "WHERE id = ? AND ended IS NULL", (now, outcome, observed, samples, set_id))
+
+    def sets(self, limit: int = 1000, open_only: bool = False) -> list[dict[str, Any]]:
+        """Co-located sets, newest first."""
+        sql = "SELECT * FROM colocations" + (" WHERE ended IS NULL" if open_only else "") + " ORDER BY id DESC LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(sql, (int(limit),)).fetchall()
+        return [{**dict(r), "jobs": json.loads(r["jobs"])} for r in rows]
+
+    @staticmethod
+    def _idem(job: NewJob) -> str | None:
+        if job.idem_key is None or job.owner is None:
+            return job.idem_key
+        return f"{job.owner}{IDEM_SEP}{job.idem_key}"
 
     @staticmethod
     def _event(db: sqlite3.Connection, job_id: int, now: float, kind: str, attempt: int,
