@@ -257,6 +257,7 @@ def test_metrics_values_match_the_store(api: httpx.Client) -> None:
         labels = {"gpu": str(g["index"]), "agent": g["agent"], "local_index": str(g["local_index"]), "type": "V100"}
         mine = (g["agent"], g["local_index"]) == (agent, gpu)
         assert count(m1, "horus_gpu_residents", **labels) == len(g["residents"]) == (1 if mine else 0)
+        assert count(m1, "horus_gpu_memory_capacity_mib", **labels) == g["memory_mib"] > 0
         assert count(m1, "horus_gpu_predicted_util", **labels) == pytest.approx(
             running["predicted"]["util"] if mine else 0.0)
     assert api.post(f"/v1/jobs/{heavy['id']}/cancel").json()["state"] == "cancelled"

@@ -62,11 +62,14 @@ class _StateCollector(Collector):
                                                   labels=labels),
         }
         residents = GaugeMetricFamily("horus_gpu_residents", "Jobs on the GPU", labels=labels)
+        capacity = GaugeMetricFamily("horus_gpu_memory_capacity_mib", "Memory of the GPU's type", labels=labels)
         for gpu in view["gpus"]:
             values = [str(gpu["index"]), gpu["agent"], str(gpu["local_index"]), gpu["type"]]
             residents.add_metric(values, len(gpu["residents"]))
+            capacity.add_metric(values, gpu["memory_mib"])
             for key, family in families.items():
                 if gpu[key] is not None:
                     family.add_metric(values, gpu[key])
         yield residents
+        yield capacity
         yield from families.values()
