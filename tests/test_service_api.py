@@ -185,6 +185,9 @@ def test_failures_and_out_of_memory(api: httpx.Client) -> None:
     assert "out of GPU memory" in done["reason"]
     kinds = [e["kind"] for e in done["events"]]
     assert kinds.count("requeued:oom") == 3 and kinds[-1] == "failed"
+    last = [e for e in done["events"] if e["kind"] == "started"][-1]["placement"][0]
+    gpu = next(g for g in api.get("/v1/cluster").json()["gpus"] if [g["agent"], g["local_index"]] == last)
+    assert gpu["mark"]["kind"] == "oom" and gpu["mark"]["job"] == oom["id"]  # the console marks the GPU
     missing = submit(api, ["/no/such/program"], **LIGHT)
     assert wait_state(api, missing["id"], ("failed",))["exit_code"] == 127
 

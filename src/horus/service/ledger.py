@@ -66,6 +66,11 @@ class Ledger:
         """Record why a job is leaving its GPUs (before the state forgets it)."""
         self.departures[job_id] = why
 
+    def note(self, gpus: list[tuple[str, int]], kind: str, now: float, job_id: str) -> None:
+        """Mark GPUs (e.g. where a job, alone or not, ran out of memory)."""
+        for key in gpus:
+            self.marks[key] = (kind, now, job_id)
+
     def rescan(self) -> None:
         """The next ``sync`` looks at every GPU (the state was rebuilt)."""
         self._changes = None

@@ -355,6 +355,7 @@ class LiveScheduler:
             self._drop(key, live)
         elif report.get("oom"):
             self.metrics.oom_restarts.inc()
+            self.ledger.note(list(live.placement), "oom", now, key)
             if run.oom_failures + 1 > self.max_oom_retries:
                 self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
                                exit_code=code, reason=f"out of GPU memory {run.oom_failures + 1} times", oom=True)
