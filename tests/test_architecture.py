@@ -16,7 +16,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "horus"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 LAYERS: list[tuple[str, ...]] = [
-    ("horus", "data", "errors", "registry", "plugins", "hashing", "validation", "reporting"),  # shared utilities
+    ("horus", "data", "errors", "extras", "registry", "plugins", "hashing", "validation", "reporting"),  # shared utilities
     ("cluster", "gpu_types", "jobs", "catalog", "topology", "comm"),  # data model
     ("sources", "clusterspec"),  # loaders of published data and cluster specs
     ("truth",),  # the simulated world's ground truth

@@ -2,8 +2,8 @@
 
 Convention: a commands module defines ``register(subparsers) -> None`` adding parsers whose
 ``func(args) -> int`` does the work, importing heavy dependencies (torch...) inside ``func`` only.
-``HorusInputError`` becomes one line on stderr and exit code 2 (as do argparse's usage errors); a
-closed stdout (``horus simulate | head``) ends the command quietly.
+``HorusInputError`` becomes one line on stderr and exit code 2 (as do argparse's usage errors, and a
+missing optional package such as torch: ``horus.extras``); a closed stdout (``horus simulate | head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -72,6 +72,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:  # an optional extra (torch, onnx, ray...) that is not installed
+        from horus.extras import missing_extra
+
+        missing = missing_extra(exc, f"horus {args.command}")
+        if missing is None:
+            raise
+        print(f"horus: error: {missing}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("horus: interrupted", file=sys.stderr)

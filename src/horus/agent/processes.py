@@ -23,7 +23,8 @@ log = logging.getLogger("horus.agent")
 
 OOM_MARKERS = (b"CUDA out of memory", b"OutOfMemoryError", b"CUBLAS_STATUS_ALLOC_FAILED",
                b"cudaErrorMemoryAllocation")
-LOG_TAIL_BYTES = 64 * 1024
+LOG_TAIL_BYTES = 64 * 1024  # searched for out-of-memory markers
+REPORT_TAIL_BYTES = 4 * 1024  # sent with an exit report (``horus job`` shows it)
 
 
 @dataclass
@@ -89,15 +90,31 @@ class Attempt:
         rate = (last[0] - it0) / (last[1] - t0) if last[1] > t0 else None
         return last[0], rate
 
+    def _log_bytes(self, limit: int) -> tuple[bytes, bool]:
+        """The last ``limit`` bytes of the attempt's log, and whether earlier bytes were cut off."""
+        with open(self.folder / "log", "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - limit))
+            return fh.read(limit), size > limit
+
     def ran_out_of_memory(self) -> bool:
         try:
-            with open(self.folder / "log", "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - LOG_TAIL_BYTES))
-                tail = fh.read()
+            tail, _ = self._log_bytes(LOG_TAIL_BYTES)
         except OSError:
             return False
         return any(marker in tail for marker in OOM_MARKERS)
+
+    def log_tail(self, limit: int = REPORT_TAIL_BYTES) -> str | None:
+        """The end of the attempt's log (at most ``limit`` bytes, whole lines where it was cut, undecodable bytes
+        replaced), or None without a log."""
+        try:
+            tail, cut = self._log_bytes(limit)
+        except OSError:
+            return None
+        if cut and b"\n" in tail[:-1]:
+            tail = tail[tail.index(b"\n") + 1:]
+        return tail.decode("utf-8", errors="replace")
 
 
 def _parse(line: bytes) -> tuple[float, float] | None:
@@ -169,7 +186,7 @@ class ProcessManager:
                 return self._exited(item, status, iterations, rate)
             # vanished without recording an exit (SIGKILL, OOM killer)
             return {"job_id": item.job_id, "attempt": item.attempt, "status": "exited", "exit_code": None,
-                    "iterations": iterations, "rate": rate}
+                    "iterations": iterations, "rate": rate, "log_tail": item.log_tail()}
         return None
 
     @staticmethod
@@ -177,7 +194,8 @@ class ProcessManager:
                 rate: float | None) -> dict[str, Any]:
         code = int(status["exit_code"])
         return {"job_id": item.job_id, "attempt": item.attempt, "status": "exited", "exit_code": code,
-                "oom": code != 0 and item.ran_out_of_memory(), "iterations": iterations, "rate": rate}
+                "oom": code != 0 and item.ran_out_of_memory(), "iterations": iterations, "rate": rate,
+                "log_tail": item.log_tail()}
 
     def reports(self) -> list[dict[str, Any]]:
         return [r for r in map(self.report, list(self.attempts.values())) if r is not None]

@@ -57,6 +57,9 @@ def _format(name: str, value: float) -> str:
 
 
 def run_features(args: argparse.Namespace) -> int:
+    from horus.extras import require
+
+    require("onnx" if args.model.endswith(".onnx") else "torch", "horus features")
     features = features_for(args.model, args.batch, args.input_size)
     if args.json:
         print(json.dumps({"model": args.model, **features}, indent=2))

@@ -91,8 +91,10 @@ def _settings(args: argparse.Namespace) -> Any:
 
 def _preflight(settings: Any) -> Any:
     """Open NVML (when asked) and check CUDA; one-line HorusInputError otherwise. Returns the device or None."""
+    from horus.extras import require
     from horus.profiling.nvml import MAX_PERIOD_S, MIN_PERIOD_S, open_nvml
 
+    require("torch", "horus profile")  # before anything is written
     if not MIN_PERIOD_S <= settings.nvml_period_s <= MAX_PERIOD_S:
         raise HorusInputError("--nvml-period", f"expected {MIN_PERIOD_S}-{MAX_PERIOD_S} s, got {settings.nvml_period_s}")
     device = open_nvml(settings.gpu_index) if settings.use_nvml else None

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from horus.errors import HorusInputError
+from horus.extras import require
 
 CHECKPOINT = "horus_train.pt"
 
@@ -40,6 +41,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.batch_size < 1 or args.iterations < 1 or args.checkpoint_every < 0:
         raise HorusInputError("horus train", "--batch-size and --iterations must be positive, "
                                              "--checkpoint-every >= 0")
+    require("torch", "horus train")
     import torch
 
     import horus

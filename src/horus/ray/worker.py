@@ -100,7 +100,8 @@ class JobWorker:
         if code is None:
             gpus, mem = self._telemetry()
             return {**out, "status": "running", "gpus": gpus, **({"gpu_mem_mib": mem} if mem is not None else {})}
-        return {**out, "status": "exited", "exit_code": int(code), "oom": code != 0 and self.item.ran_out_of_memory()}
+        return {**out, "status": "exited", "exit_code": int(code), "oom": code != 0 and self.item.ran_out_of_memory(),
+                "log_tail": self.item.log_tail()}
 
     def _telemetry(self) -> tuple[list[dict[str, float]], float | None]:
         """Per-GPU utilization and memory of the job's GPUs, and the job's own memory (NVML; 1 Hz at most)."""

@@ -249,6 +249,9 @@ def run_job(args: argparse.Namespace) -> int:
         detail = {k: v for k, v in e.items() if k not in ("time", "kind", "attempt")}
         events.add_row(_when(e["time"]), e["kind"], str(e["attempt"]), _fmt(detail) if detail else "")
     console.print(events)
+    if job.get("log_tail"):
+        console.rule(f"end of the log of attempt {job.get('log_tail_attempt')}", align="left")
+        console.print(job["log_tail"].rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

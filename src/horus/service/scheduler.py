@@ -36,6 +36,7 @@ from horus.service.ledger import Ledger
 from horus.service.live_jobs import LiveJob, LiveJobs
 from horus.service.metrics import ServiceMetrics
 from horus.service.predictor import ServicePredictor
+from horus.service.schemas import MAX_LOG_TAIL_CHARS
 from horus.service.store import FINAL_STATES, AgentRow, JobRow, NewJob, Store
 from horus.state import SchedulerState, gpu_share
 
@@ -345,12 +346,13 @@ class LiveScheduler:
         job_id = live.row.id
         self.ledger.departed(key, "kept" if code == 0 else "oom" if report.get("oom") else
                              "lost" if code is None else "failed")
+        tail = _log_tail(report)  # kept with the exit's event: `horus job` shows it
         if code == 0:
             live.exited[agent] = 0
             if len(live.exited) < len(live.agents()):
                 return  # other machines of the gang still run
             self.store.end(job_id, live.attempt, now, "finished", attained_gpu_s=run.attained(now),
-                           iterations_done=run.iterations_done, exit_code=0)
+                           iterations_done=run.iterations_done, exit_code=0, detail=tail)
             self.metrics.jct_s.observe(max(0.0, now - live.row.submitted))
             self._drop(key, live)
         elif report.get("oom"):
@@ -358,11 +360,13 @@ class LiveScheduler:
             self.ledger.note(list(live.placement), "oom", now, key)
             if run.oom_failures + 1 > self.max_oom_retries:
                 self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
-                               exit_code=code, reason=f"out of GPU memory {run.oom_failures + 1} times", oom=True)
+                               exit_code=code, reason=f"out of GPU memory {run.oom_failures + 1} times", oom=True,
+                               detail=tail)
                 self._drop(key, live)
             else:
                 self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
-                                   iterations_done=run.iterations_done, kind="oom", detail={"exit_code": code})
+                                   iterations_done=run.iterations_done, kind="oom",
+                                   detail={"exit_code": code, **tail})
                 self.state.requeue(key, now, oom=True)
                 self._wake(self.live.pop(key))
         elif code is None:  # the process vanished without an exit status (or a backend could not start it)
@@ -371,17 +375,18 @@ class LiveScheduler:
             if row is not None and row.lost_runs + 1 > self.max_lost_runs:
                 self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
                                reason=f"its process vanished {row.lost_runs + 1} times" if "error" not in report
-                               else f"{row.lost_runs + 1} runs lost; last: {why}")
+                               else f"{row.lost_runs + 1} runs lost; last: {why}", detail=tail)
                 self._drop(key, live)
             else:
                 self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
                                    iterations_done=run.iterations_done, kind="lost",
-                                   detail={"reason": why})
+                                   detail={"reason": why, **tail})
                 self.state.requeue(key, now)
                 self._wake(self.live.pop(key))
         else:
             self.store.end(job_id, live.attempt, now, "failed", attained_gpu_s=run.attained(now),
-                           iterations_done=run.iterations_done, exit_code=int(code), reason=f"exit code {code}")
+                           iterations_done=run.iterations_done, exit_code=int(code), reason=exit_reason(int(code)),
+                           detail=tail)
             self._drop(key, live)
         self.wake_scheduler.set()
 
@@ -494,3 +499,23 @@ class LiveScheduler:
             run = self.state.running.get(job_id)
             return None if run is None else (run.iterations_done, run.observed_rate)
 
+
+def exit_reason(code: int) -> str:
+    """Why an attempt failed, from its non-zero exit code (negative: the signal that killed it)."""
+    if code >= 0:
+        return f"exit code {code}"
+    import signal
+
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    return f"killed by signal {-code} ({name})"
+
+
+def _log_tail(report: Mapping[str, Any]) -> dict[str, str]:
+    """``{"log_tail": ...}`` from an exit report (bounded here too: in-process agents skip the API's checks)."""
+    tail = report.get("log_tail")
+    if not isinstance(tail, str) or not tail:
+        return {}
+    return {"log_tail": tail[-MAX_LOG_TAIL_CHARS:]}

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 MAX_ARG_CHARS = 32 * 1024
+MAX_LOG_TAIL_CHARS = 16 * 1024  # agents send at most 4 KiB of log; the server keeps at most this much
 
 
 class _Strict(BaseModel):
@@ -104,6 +105,8 @@ class AttemptReport(_Strict):
     exit_code: int | None = Field(None, ge=-255, le=255)
     oom: bool = False
     gpu_mem_mib: float | None = Field(None, ge=0.0)
+    log_tail: str | None = Field(None, max_length=MAX_LOG_TAIL_CHARS,
+                                 description="the end of the attempt's log, with an exit report")
 
 
 class GPUTelemetry(_Strict):
@@ -126,7 +129,8 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None,
              telemetry: tuple[float, float] | None = None,
              events: list[dict[str, Any]] | None = None, waiting: dict[str, object] | None = None) -> dict[str, Any]:
     """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one,
-    ``waiting`` (why it waits: code, message, retryable) of a queued one."""
+    ``waiting`` (why it waits: code, message, retryable) of a queued one. With ``events``, ``log_tail`` and
+    ``log_tail_attempt`` are the end of the log of the last attempt that exited (taken out of the events)."""
     view = {
         "id": row.job_id, "name": row.name, "state": row.state, "attempt": row.attempt,
         "model": row.model or None, "batch_size": row.batch_size, "num_gpus": row.num_gpus,
@@ -144,7 +148,10 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None,
     if telemetry is not None:
         view["iterations_done"], view["observed_rate"] = telemetry
     if events is not None:
-        view["events"] = events
+        view["events"] = [{k: v for k, v in e.items() if k != "log_tail"} for e in events]
+        last = next((e for e in reversed(events) if e.get("log_tail")), None)
+        view["log_tail"] = last["log_tail"] if last else None
+        view["log_tail_attempt"] = last["attempt"] if last else None
     if waiting is not None:
         view["waiting"] = waiting
     return view

@@ -357,9 +357,9 @@ class Store:
 
     def end(self, job_id: int, attempt: int | None, now: float, state: str, *, attained_gpu_s: float | None = None,
             iterations_done: float | None = None, exit_code: int | None = None, reason: str | None = None,
-            oom: bool = False) -> bool:
+            oom: bool = False, detail: dict[str, Any] | None = None) -> bool:
         """-> ``finished`` | ``failed`` | ``cancelled`` (final). ``attempt`` None: from any non-final state;
-        ``oom``: this end is one more out-of-memory failure."""
+        ``oom``: this end is one more out-of-memory failure; ``detail``: more for the event (e.g. a log tail)."""
         if state not in FINAL_STATES:
             raise ValueError(f"not a final state: {state!r}")
         sql = ("UPDATE jobs SET state = ?, ended = ?, placement = NULL, exit_code = ?, reason = ?, "
@@ -373,8 +373,8 @@ class Store:
             current = db.execute("SELECT attempt FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if current is None or db.execute(sql, args).rowcount != 1:
                 return False
-            detail = {k: v for k, v in (("exit_code", exit_code), ("reason", reason)) if v is not None}
-            self._event(db, job_id, now, state, int(current[0]), detail)
+            found = {k: v for k, v in (("exit_code", exit_code), ("reason", reason)) if v is not None}
+            self._event(db, job_id, now, state, int(current[0]), {**found, **(detail or {})})
         return True
 
     def progress(self, updates: Sequence[tuple[int, int, float]]) -> None:
