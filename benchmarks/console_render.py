@@ -8,7 +8,7 @@ Chromium (the system ``chromium``, driven by Playwright) signs in and loads each
 * first render: navigation start to the first completed render of the page's data (``body[data-rendered]``);
 * update: time between two consecutive re-renders while the page stays open (the poll period plus the
   fetch and render; goal <= 2 s);
-* page weight: bytes of every response the page loaded (HTML, script, style, JSON).
+* page weight: bytes of every response loaded up to the first render (HTML, script, style, JSON).
 
     python benchmarks/console_render.py [--agents 125] [--jobs 5000] [--policy horus]
 
@@ -106,11 +106,11 @@ def measure(url: str, token: str, repeats: int) -> dict:
                 page.goto(url + path)
                 page.wait_for_selector("body[data-rendered='1']", timeout=60_000)
                 firsts.append(time.perf_counter() - start)
+                page.remove_listener("response", count)
                 page.wait_for_selector("body[data-rendered='2']", timeout=60_000)
                 mark = time.perf_counter()
                 page.wait_for_selector("body[data-rendered='3']", timeout=60_000)
                 updates.append(time.perf_counter() - mark)
-                page.remove_listener("response", count)
                 weights.append(sum(sizes))
             out[name] = {"first_render_s": {"median": round(statistics.median(firsts), 3),
                                             "max": round(max(firsts), 3)},

@@ -100,6 +100,9 @@ def test_the_cluster_map_shows_the_shared_gpu_without_revealing_the_other_user(b
     text = tile.inner_text()
     assert "shared ×2" in text and "alice-train" in text and "another user's job" in text
     assert "pred" in text and "obs" in text  # predicted vs observed bars
+    # fake GPUs observe their stand-in device: the jobs' CPU share and resident memory (no NVML here)
+    memory = page.locator(".tile.shared .label").nth(1)
+    wait_for(lambda: "MiB" in memory.inner_text().split("obs")[-1], 15, 0.3, "an observed memory value")
     content = page.content()
     assert "bob-secret-name" not in content and "hunter2" not in content and "bob" not in page.inner_text("main")
     assert page.locator("#who").inner_text() == "alice (user)"

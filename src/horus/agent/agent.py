@@ -128,6 +128,7 @@ class Agent:
         self._last_sample = 0.0
         self._gpu_sample: list[dict[str, float]] = []
         self._job_mem: dict[tuple[str, int], float] = {}
+        self._job_gpus: dict[tuple[str, int], list[int]] = {}  # desired attempts' local GPU indices
         self._outage = False
 
     # ---- main loop -----------------------------------------------------------------------------------
@@ -163,7 +164,7 @@ class Agent:
     def _reports(self, now: float) -> list[dict[str, Any]]:
         if now - self._last_sample >= 1.0:
             self._last_sample = now
-            self._gpu_sample, self._job_mem = self.telemetry.sample(self.processes.running_pids())
+            self._gpu_sample, self._job_mem = self.telemetry.sample(self.processes.running_pids(), self._job_gpus)
         reports = []
         for report in self.processes.reports():
             for key in ("iterations", "rate"):
@@ -177,6 +178,7 @@ class Agent:
     # ---- desired state -------------------------------------------------------------------------------
     def reconcile(self, desired: list[dict[str, Any]], now: float) -> None:
         want = {(str(d["job_id"]), int(d["attempt"])): d for d in desired}
+        self._job_gpus = {key: [int(i) for i in d.get("gpu_indices") or []] for key, d in want.items()}
         for key, item in list(self.processes.attempts.items()):
             if key in want:
                 continue

@@ -29,6 +29,8 @@ from horus.service.store import JOB_STATES, NewJob
 log = logging.getLogger("horus.service")
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # every request but model uploads
+BRIEF_FIELDS = ("id", "name", "owner", "state", "model", "num_gpus", "placement", "submitted", "queued_since",
+                "started", "ended", "iterations", "iterations_done", "observed_rate", "reason", "waiting")
 JobId = Annotated[int, Path(ge=1, le=2**62, description="job id")]
 
 
@@ -135,7 +137,9 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
 
     @app.get("/v1/jobs", tags=["jobs"])
     def list_jobs(who: Identity = Reader, state: Annotated[list[str] | None, Query()] = None,
-                  limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
+                  limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
+                  brief: Annotated[bool, Query(description="only the fields a listing shows (no command, "
+                                                           "env, events)")] = False) -> Response:
         """Jobs the caller may see (a user: its own), newest first, optionally only in the given states."""
         need(who, "admin", "user")
         for s in state or []:
@@ -143,9 +147,12 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
                 raise HTTPException(422, f"state: expected one of {', '.join(JOB_STATES)}, got {s[:40]!r}")
         owner = None if who.is_admin else who.name
         rows = scheduler.store.jobs(states=state, limit=limit, newest_first=True, owner=owner)
-        return {"jobs": [job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None,
-                                  waiting=scheduler.wait_reason(r.job_id) if r.state == "queued" else None)
-                         for r in rows], "counts": scheduler.store.counts(owner=owner)}
+        views = [job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None,
+                          waiting=scheduler.wait_reason(r.job_id) if r.state == "queued" else None) for r in rows]
+        if brief:
+            views = [{k: v[k] for k in BRIEF_FIELDS if k in v} for v in views]
+        # plain JSON of plain values: skip FastAPI's per-field encoder (5,000 jobs: ~0.4 s -> much less)
+        return JSONResponse({"jobs": views, "counts": scheduler.store.counts(owner=owner)})
 
     @app.get("/v1/jobs/{job_id}", tags=["jobs"])
     def get_job(job_id: JobId, who: Identity = Reader) -> dict[str, Any]:

@@ -47,7 +47,16 @@
     const head = el("tr", {}, ...headers.map((h) => el("th", { text: h })));
     const tbody = el("tbody");
     const frag = document.createDocumentFragment();
-    for (const r of rows) frag.append(el("tr", {}, ...r.map((c) => (c instanceof Node && c.tagName === "TD" ? c : el("td", {}, c)))));
+    for (const r of rows) {
+      const tr = document.createElement("tr");
+      for (const c of r) {
+        if (c instanceof Node && c.tagName === "TD") { tr.append(c); continue; }
+        const td = document.createElement("td");
+        if (c instanceof Node) td.append(c); else td.textContent = c === null || c === undefined ? "" : String(c);
+        tr.append(td);
+      }
+      frag.append(tr);
+    }
     tbody.append(frag);
     return el("div", { class: "table-wrap" }, el("table", { id: id }, el("thead", {}, head), tbody));
   }
@@ -105,21 +114,21 @@
       sharedSet ? el("span", { class: "badge shared", text: "shared ×" + g.jobs.length }) : null,
       g.mark ? el("span", { class: "badge mark", text: g.mark.kind === "oom" ? "OOM" : "unpacked", title: "at " + when(g.mark.time) }) : null);
     const list = el("ul");
-    for (const j of g.jobs) list.append(el("li", {}, jobLink(j.id, (j.name || "job " + j.id)), j.model ? " " : null,
-      j.model ? el("span", { class: "muted", text: j.model }) : null, " ", el("span", { class: "muted", text: "pred " + pct(j.predicted_util) })));
+    for (const j of g.jobs) list.append(el("li", {}, jobLink(j.id, (j.name || "job " + j.id)),
+      " " + (j.model ? j.model + " · " : "") + "pred " + pct(j.predicted_util)));
     return el("div", { class: "tile" + (sharedSet ? " shared" : "") + (g.jobs.length ? "" : " idle"), "data-gpu": g.index },
       head, g.jobs.length ? list : el("div", { class: "muted", text: "idle" }),
-      el("div", { class: "label" }, el("span", { text: "util" }), el("span", { text: "pred " + pct(g.predicted_util) + " · obs " + pct(g.observed_util) })),
+      el("div", { class: "label", text: "util: pred " + pct(g.predicted_util) + " · obs " + pct(g.observed_util) }),
       bar("util", g.predicted_util, g.observed_util, 1),
-      el("div", { class: "label" }, el("span", { text: "memory" }), el("span", { text: "pred " + mib(g.predicted_mem_mib) + " · obs " + mib(g.observed_mem_mib) })),
+      el("div", { class: "label", text: "memory: pred " + mib(g.predicted_mem_mib) + " · obs " + mib(g.observed_mem_mib) }),
       bar("mem", g.predicted_mem_mib, g.observed_mem_mib, g.memory_mib),
-      el("div", { class: "label" }, el("span", { text: "free" }), el("span", { text: mib(free) + " of " + mib(g.memory_mib) })));
+      el("div", { class: "label", text: "free " + mib(free) + " of " + mib(g.memory_mib) }));
   }
 
   async function queue() {
     const [live, done] = await Promise.all([
-      api("/v1/jobs?state=queued&state=running&limit=100000"),
-      api("/v1/jobs?state=finished&state=failed&state=cancelled&limit=200")]);
+      api("/v1/jobs?state=queued&state=running&limit=100000&brief=true"),
+      api("/v1/jobs?state=finished&state=failed&state=cancelled&limit=200&brief=true")]);
     const waiting = live.jobs.filter((j) => j.state === "queued").sort((a, b) => a.queued_since - b.queued_since || a.id - b.id);
     const running = live.jobs.filter((j) => j.state === "running").sort((a, b) => a.id - b.id);
     const now = Date.now() / 1000;
