@@ -110,7 +110,7 @@ def embedded_image(path: Path) -> str:
 # Distinct colours for up to 20 policies (a chosen one keeps its colour, the others turn grey).
 PALETTE: tuple[str, ...] = (
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79",
-    "#637939", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#b5cf6b", "#de9ed6",
+    "#637939", "#843c39", "#7b4173", "#000000", "#e6550d", "#31a354", "#756bb1", "#636363", "#b5cf6b", "#de9ed6",
 )
 MAX_SERIES_POINTS = 400  # per policy and chart: the page stays small whatever the run's length
 
