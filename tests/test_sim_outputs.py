@@ -37,7 +37,7 @@ def test_run_comparison_writes_everything(tmp_path: Path) -> None:
     assert set(summary["policies"]) == {"test-exclusive", "test-pairs"}
     for name in ("test-exclusive", "test-pairs"):
         tables = {p.stem: p for p in (tmp_path / name).iterdir()}
-        assert set(tables) == {"jobs", "gpus", "timeline"}
+        assert set(tables) == {"jobs", "gpus", "timeline", "placements"}
         frame = pd.read_parquet(tables["jobs"]) if tables["jobs"].suffix == ".parquet" else pd.read_csv(tables["jobs"])
         assert len(frame) == len(jobs) and (frame["status"] == "completed").all()
     # co-locating pairs of 0.4-util jobs cannot slow them (sum util <= 1) and cannot wait longer

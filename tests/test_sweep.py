@@ -40,6 +40,12 @@ def test_sweep_writes_cells_means_and_table(tmp_path, capsys):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["cells"] == 4 and manifest["executor"] == "this process"
     assert (out / "table.txt").read_text().startswith("policy")
+    data = json.loads((out / "sweep.json").read_text())
+    assert {m["policy"] for m in data["means"]} == {"fifo-exclusive", "horus"} and len(data["cells"]) == 4
+    page = (out / "sweep.html").read_text()
+    assert "default workload on default cluster" in page and "<svg" in page and "<div class='table-wrap'>" in page
+    best = min(data["means"], key=lambda m: m["mean_jct_s"])
+    assert f'<td class="best">{best["mean_jct_s"] / 3600:.2f}' in page
 
 
 def test_aggregate_means_over_seeds():
@@ -54,3 +60,34 @@ def test_bad_input_is_one_line(capsys):
     assert main(["sweep", "--no-ray", "--seeds", "x"]) == 2
     assert main(["sweep", "--no-ray", "--trace", "/no/such.csv", "--policy", "horus"]) == 2
     assert "/no/such.csv: no such file" in capsys.readouterr().err
+
+
+def test_sweep_report_of_the_committed_evaluation_sweep(tmp_path, capsys):
+    """``horus sweep-report`` on experiments/results/sweep.json: one table per world and workload, the best
+    mean JCT of each marked."""
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parents[1] / "experiments" / "results" / "sweep.json"
+    if not source.is_file():
+        pytest.skip("experiments/results/sweep.json is not in this checkout")
+    page_path = tmp_path / "page" / "sweep.html"
+    assert main(["sweep-report", str(source), "--out", str(page_path)]) == 0
+    assert str(page_path) in capsys.readouterr().out
+    page = page_path.read_text()
+    rows = json.loads(source.read_text())["aggregate"]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["truth"], r["scale"], r["kind"], r["load"]), []).append(r)
+    assert page.count("<div class='table-wrap'><table>") == len(groups)
+    for members in groups.values():
+        best = min(r["mean_jct_s"] for r in members)
+        assert f'<td class="best">{best / 3600:.2f}' in page
+
+
+def test_sweep_report_refuses_what_is_not_a_sweep(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"rows": []}')
+    assert main(["sweep-report", str(bad)]) == 2
+    assert "expected a sweep JSON" in capsys.readouterr().err
+    assert main(["sweep-report", str(tmp_path / "missing.json")]) == 2
+    assert main(["sweep-report", str(tmp_path)]) == 2  # a folder without sweep results

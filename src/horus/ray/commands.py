@@ -34,6 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="results directory (default: results/sweep-<UTC time>)")
     p.add_argument("--json", action="store_true", help="print the per-cell rows as JSON on stdout")
     p.set_defaults(func=run_sweep_command)
+    r = subparsers.add_parser(
+        "sweep-report", help="write sweep.html, one comparison page, for a sweep's results",
+        description="Write one self-contained comparison page (a table per world and workload with policies as "
+        "rows and the best per column marked, heat maps and bar charts) for a 'horus sweep' output folder or its "
+        "sweep.json, or for experiments/results/sweep.json. 'horus sweep' writes it by itself.")
+    r.add_argument("source", type=Path, metavar="SWEEP", help="sweep.json, or a 'horus sweep --out' folder")
+    r.add_argument("--out", type=Path, help="page to write (default: sweep.html next to SWEEP's JSON)")
+    r.set_defaults(func=run_sweep_report_command)
 
 
 MAX_SEEDS = 1000  # seeds per sweep: more is a typo, not a plan (each seed is a simulation per policy and trace)
@@ -94,6 +102,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from horus.ray.sweep import DEFAULT, SweepSettings, aggregate, check_cells, grid, run_sweep
     from horus.sim.commands import SUMMARY_COLUMNS, format_table
     from horus.sim.outputs import environment, utc_timestamp, write_json, write_table
+    from horus.sim.sweep_report import write_sweep_report
 
     if args.max_jobs is not None and args.max_jobs < 1:
         raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
@@ -152,6 +161,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     write_json({"created": utc_timestamp(), "versions": environment(), "command": ["horus", *sys.argv[1:]],
                 "settings": asdict(settings),
                 "cells": len(cells), "executor": where, "wall_s": wall_s}, out / "manifest.json")
+    page_keys = [*keys, "preemptions", "makespan_lower_bound_s", "mean_jct_lower_bound_s"]  # bounds: per group
+    write_json({"command": ["horus", *sys.argv[1:]], "settings": asdict(settings),
+                "means": aggregate(rows, page_keys), "cells": rows}, out / "sweep.json")
+    write_sweep_report(out / "sweep.json")
     multi = len(traces) > 1 or len(clusters) > 1
     table = {(f"{m['policy']} | {Path(m['trace']).stem} | {Path(m['cluster']).stem}" if multi else m["policy"]): m
              for m in means}
@@ -159,8 +172,22 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     (out / "table.txt").write_text(text + "\n")
     print(text, file=log)
     print(f"horus: means over {len(cells) // max(1, len(means))} seed(s); {len(cells)} simulations in {wall_s:.1f} s; "
-          f"cells, summary, table and manifest written to {out}", file=log)
+          f"cells, summary, table, manifest, sweep.json and sweep.html written to {out}", file=log)
     if args.json:
         json.dump(rows, sys.stdout, indent=2, default=float)
         print()
+    return 0
+
+
+def run_sweep_report_command(args: argparse.Namespace) -> int:
+    from horus.errors import HorusInputError
+    from horus.sim.sweep_report import write_sweep_report
+
+    if not args.source.exists():
+        raise HorusInputError(str(args.source), "no such file or folder")
+    if args.out is not None:
+        from horus.validation import check_output_path
+
+        check_output_path(args.out, "--out", directory=False)
+    print(f"horus: wrote {write_sweep_report(args.source, args.out)}")
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time as wallclock
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 from tqdm import tqdm
@@ -24,7 +24,7 @@ from horus.jobs import JobSpec
 from horus.policies.base import Policy
 from horus.predict.base import Predictor
 from horus.sim.events import Arrival, Completion, EventQueue, OOMRestart, Tick
-from horus.sim.metrics import JobRecord, MetricsRecorder, job_frame, summarize
+from horus.sim.metrics import PLACEMENT_COLUMNS, JobRecord, MetricsRecorder, job_frame, placement_frame, summarize
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
 
@@ -51,13 +51,16 @@ class SimResult:
     timeline: pd.DataFrame
     events_processed: int
     wall_s: float
+    # One row per (job, GPU) residency and per GPU of a start that failed out of memory (docs/simulator.md,
+    # "Placements"): who held which GPU when. Recorded only; no scheduling decision reads it.
+    placements: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PLACEMENT_COLUMNS)))
 
 
 class _Live:
     """Truth-side bookkeeping of one running job."""
 
     __slots__ = ("spec", "job_type", "gpus", "worker_solo_s", "comm_s", "solo_rate", "rate", "remaining",
-                 "last", "stall_until", "version", "record")
+                 "last", "stall_until", "version", "record", "started")
 
     def __init__(self, spec: JobSpec, gpus: tuple[int, ...], worker_solo_s: list[float], comm_s: float,
                  remaining: float, now: float, stall_until: float, record: JobRecord) -> None:
@@ -73,6 +76,7 @@ class _Live:
         self.stall_until = stall_until
         self.version = -1
         self.record = record
+        self.started = now
 
 
 class _Engine:
@@ -115,6 +119,7 @@ class _Engine:
         self.events_processed = 0
         self.preemptions = 0
         self.finished = 0
+        self.placements: list[tuple[str, int, float, float, str]] = []  # (job, gpu, start, end, outcome)
 
     # ---- truth look-ups (cached) ---------------------------------------------------------------
     def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
@@ -225,6 +230,7 @@ class _Engine:
         solos = [self.solo(job_type, self.gpu_type[g]) for g in gpus]
         mem_used, capacity = self.mem_used, self.mem_capacity
         if any(mem_used[g] + s.mem_mib > capacity[g] for g, s in zip(gpus, solos)):
+            self.placements.extend((job_id, g, now, now, "oom") for g in gpus)
             self._oom(job_id, record, now)
             return
         run = self.state.start(job_id, gpus, now)
@@ -249,7 +255,7 @@ class _Engine:
         self.remaining[job_id] = live.remaining
         live.record.preemptions += 1
         self.preemptions += 1
-        self._remove(live, now)
+        self._remove(live, now, "preempted")
 
     def _oom(self, job_id: str, record: JobRecord, now: float) -> None:
         """The new job does not fit in true memory: it crashes at once; co-runners are unaffected."""
@@ -273,11 +279,12 @@ class _Engine:
         live.record.end = now
         self.state.finish(live.spec.job_id)
         self.finished += 1
-        self._remove(live, now)
+        self._remove(live, now, "completed")
 
-    def _remove(self, live: _Live, now: float) -> None:
+    def _remove(self, live: _Live, now: float, outcome: str) -> None:
         job_id = live.spec.job_id
         del self.live[job_id]
+        self.placements.extend((job_id, g, live.started, now, outcome) for g in live.gpus)
         for g in live.gpus:
             self.residents[g].remove(job_id)
             self.mem_used[g] -= self.solo(live.job_type, self.gpu_type[g]).mem_mib
@@ -399,8 +406,11 @@ class _Engine:
         jobs = job_frame(records)
         end = float(jobs["end"].max()) if jobs["end"].notna().any() else self.metrics.start_time
         summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations())
+        still = [(job_id, g, live.started, max(end, live.started), "running")
+                 for job_id, live in self.live.items() for g in live.gpus]  # unfinished at the end of the run
         return SimResult(self.policy.name, summary, jobs, self.metrics.gpu_frame(end),
-                         self.metrics.timeline_frame(self.config.timeline_points), self.events_processed, wall_s)
+                         self.metrics.timeline_frame(self.config.timeline_points), self.events_processed, wall_s,
+                         placement_frame(self.placements + still))
 
 
 def simulate(jobs: Sequence[JobSpec], cluster: Cluster, policy: Policy, truth: TruthModel, predictor: Predictor,

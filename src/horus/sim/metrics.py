@@ -23,6 +23,9 @@ JOB_COLUMNS: tuple[str, ...] = (
 GPU_COLUMNS: tuple[str, ...] = ("gpu", "node", "type", "allocated_s", "kernel_busy_s", "util_integral", "mem_integral",
                                 "mean_util", "mean_busy")
 TIMELINE_COLUMNS: tuple[str, ...] = ("time", "gpu_util", "queue_len", "running_jobs")
+# outcome: completed | preempted (by the policy: unpack, migrate, priority) | running (at the end of the run) |
+# oom (a start that failed out of memory: start == end)
+PLACEMENT_COLUMNS: tuple[str, ...] = ("job_id", "gpu", "start", "end", "outcome")
 
 
 @dataclass(slots=True)
@@ -168,6 +171,13 @@ class MetricsRecorder:
             keep = np.unique(np.linspace(0, len(rows) - 1, max_points).round().astype(np.int64))
             rows = [rows[i] for i in keep]
         return pd.DataFrame(rows, columns=list(TIMELINE_COLUMNS))
+
+
+def placement_frame(rows: Sequence[tuple[str, int, float, float, str]]) -> pd.DataFrame:
+    """Placements (``PLACEMENT_COLUMNS``) sorted by start time, then GPU (stable: ties keep event order)."""
+    frame = pd.DataFrame(list(rows), columns=list(PLACEMENT_COLUMNS))
+    frame = frame.astype({"job_id": str, "gpu": "int64", "start": float, "end": float, "outcome": str})
+    return frame.sort_values(["start", "gpu"], kind="stable").reset_index(drop=True)
 
 
 def job_frame(records: list[JobRecord]) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from horus.jobs import JobSpec
 from horus.core import create_policy
 from horus.predict.base import Predictor
 from horus.sim.engine import SimConfig, SimResult, simulate
+from horus.sim.gpu_timeline import gpu_labels
 from horus.sim.leakage import check_model_disjoint
 from horus.sim.outputs import environment, safe_name, sha256_file, utc_timestamp, write_json, write_table
 from horus.sim.plots import plot_comparison
@@ -18,9 +19,9 @@ from horus.truth.base import TruthModel
 
 
 def write_run(result: SimResult, folder: Path) -> list[Path]:
-    """``<folder>/{jobs,gpus,timeline}.parquet`` (CSV without pyarrow)."""
+    """``<folder>/{jobs,gpus,timeline,placements}.parquet`` (CSV without pyarrow)."""
     return [write_table(result.jobs, folder / "jobs"), write_table(result.gpus, folder / "gpus"),
-            write_table(result.timeline, folder / "timeline")]
+            write_table(result.timeline, folder / "timeline"), write_table(result.placements, folder / "placements")]
 
 
 def split_label(entry: str) -> tuple[str, str]:
@@ -86,5 +87,5 @@ def run_comparison(jobs: Sequence[JobSpec], cluster: Cluster, policy_names: list
         source = Path(str(trace.get("path"))).name if isinstance(trace, Mapping) and trace.get("path") else "jobs"
         title = f"{source} on {cluster.num_gpus} GPUs, truth {truth.name}"
     write_report(outdir / "report.html", f"Horus simulation: {title}", summary, manifest,
-                 [p for p in written if p.suffix == ".png"])
+                 [p for p in written if p.suffix == ".png"], results=results, gpu_names=gpu_labels(cluster))
     return summary
