@@ -118,6 +118,10 @@ def measure(url: str, token: str, repeats: int) -> dict:
                                              "max": round(max(updates), 3)},
                          "page_weight_bytes": {"median": int(statistics.median(weights))},
                          "dom_nodes": page.evaluate("document.getElementsByTagName('*').length")}
+            if name == "queue" and page.locator("#waiting-pager").count():  # the next page of waiting jobs
+                page.click("#waiting-pager button:nth-of-type(2)")
+                page.wait_for_selector("#waiting tbody tr:first-child td:first-child:text-is('501')", timeout=10_000)
+                out[name]["pager"] = page.locator("#waiting-pager").inner_text()
         browser.close()
     return out
 

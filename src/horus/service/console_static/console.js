@@ -125,6 +125,21 @@
       el("div", { class: "label", text: "free " + mib(free) + " of " + mib(g.memory_mib) }));
   }
 
+  const PAGE_ROWS = 500;  // rows per table page: 5,000 jobs stay one fetch, the DOM stays small
+  const pages = { waiting: 0, running: 0 };
+  function paged(name, rows, render) {
+    const count = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
+    pages[name] = Math.min(pages[name], count - 1);
+    const first = pages[name] * PAGE_ROWS;
+    const shown = rows.slice(first, first + PAGE_ROWS).map((r, i) => render(r, first + i));
+    const move = (d) => () => { pages[name] = Math.max(0, Math.min(count - 1, pages[name] + d)); refresh(); };
+    const pager = count > 1 ? el("p", { class: "pager", id: name + "-pager" },
+      el("button", { onclick: move(-1), disabled: pages[name] === 0 }, "previous"),
+      " rows " + (first + 1) + "-" + (first + shown.length) + " of " + rows.length + " ",
+      el("button", { onclick: move(1), disabled: pages[name] === count - 1 }, "next")) : null;
+    return [shown, pager];
+  }
+
   async function queue() {
     const [live, done] = await Promise.all([
       api("/v1/jobs?state=queued&state=running&limit=100000&brief=true"),
@@ -132,15 +147,17 @@
     const waiting = live.jobs.filter((j) => j.state === "queued").sort((a, b) => a.queued_since - b.queued_since || a.id - b.id);
     const running = live.jobs.filter((j) => j.state === "running").sort((a, b) => a.id - b.id);
     const now = Date.now() / 1000;
+    const [waitRows, waitPager] = paged("waiting", waiting, (j, i) => [i + 1, jobLink(j.id, j.name || "job " + j.id),
+      j.owner || "-", j.model || "-", j.num_gpus, dur(now - j.queued_since), el("td", { class: "wrap", text: j.waiting ? j.waiting.message : "-" })]);
+    const [runRows, runPager] = paged("running", running, (j) => [jobLink(j.id, j.name || "job " + j.id),
+      j.owner || "-", j.model || "-", j.num_gpus, j.placement.map((p) => p.agent + ":" + p.gpu).join(" "),
+      progress(j.iterations_done, j.iterations), num(j.observed_rate), eta(j)]);
     return [
       el("h2", { text: "Waiting (" + waiting.length + ")" }),
       el("p", { class: "muted", text: "Position is the order the jobs were queued in; the policy may start them in another order." }),
-      table(["#", "job", "owner", "model", "GPUs", "waiting", "why it waits"], waiting.map((j, i) => [i + 1, jobLink(j.id, j.name || "job " + j.id),
-        j.owner || "-", j.model || "-", j.num_gpus, dur(now - j.queued_since), el("td", { class: "wrap", text: j.waiting ? j.waiting.message : "-" })]), "waiting"),
+      waitPager, table(["#", "job", "owner", "model", "GPUs", "waiting", "why it waits"], waitRows, "waiting"),
       el("h2", { text: "Running (" + running.length + ")" }),
-      table(["job", "owner", "model", "GPUs", "placement", "progress", "rate (it/s)", "ETA"], running.map((j) => [jobLink(j.id, j.name || "job " + j.id),
-        j.owner || "-", j.model || "-", j.num_gpus, j.placement.map((p) => p.agent + ":" + p.gpu).join(" "),
-        progress(j.iterations_done, j.iterations), num(j.observed_rate), eta(j)]), "running"),
+      runPager, table(["job", "owner", "model", "GPUs", "placement", "progress", "rate (it/s)", "ETA"], runRows, "running"),
       el("h2", { text: "Finished (newest " + done.jobs.length + ")" }),
       table(["job", "owner", "state", "ended", "took", "reason"], done.jobs.map((j) => [jobLink(j.id, j.name || "job " + j.id), j.owner || "-", j.state,
         when(j.ended), dur((j.ended || now) - j.submitted), el("td", { class: "wrap", text: j.reason || "" })]), "finished"),
