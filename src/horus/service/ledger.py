@@ -121,12 +121,11 @@ class Ledger:
         return float(sum(self._estimator.throughputs([s.job_type for s in specs], state.cluster.gpus[g].gpu_type)))
 
     # ---- telemetry -----------------------------------------------------------------------------------
-    def sample(self, state: SchedulerState, gpu_map: list[tuple[str, int]], agent: str,
+    def sample(self, state: SchedulerState, gpus: dict[int, tuple[str, int]],
                gpu_telemetry: dict[int, dict[str, float]], now: float) -> None:
-        """One heartbeat of ``agent``: job histories, solo rates and samples of its open sets."""
-        for g, (name, local) in enumerate(gpu_map):
-            if name != agent:
-                continue
+        """One heartbeat of an agent whose GPUs are ``gpus`` (global index -> (agent, local index)): job
+        histories, solo rates and samples of its open sets."""
+        for g, (name, local) in gpus.items():
             residents = state.residents[g]
             observed = gpu_telemetry.get(local, {})
             for j in residents:

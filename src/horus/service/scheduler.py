@@ -98,6 +98,9 @@ class LiveScheduler:
             self.cluster, gpu_map = cluster_of(self.agents)
             self.gpu_map = gpu_map
             self.gpu_index = {key: g for g, key in enumerate(gpu_map)}
+            self.agent_gpus: dict[str, dict[int, tuple[str, int]]] = {}  # agent -> its GPUs, for its heartbeats
+            for g, key in enumerate(gpu_map):
+                self.agent_gpus.setdefault(key[0], {})[g] = key
             self.state = SchedulerState(self.cluster, self.predictor)
             self.core = SchedulerCore(self.state, self.policy, self)  # the same policy: it keeps what it learned
             self.live = LiveJobs()
@@ -310,7 +313,7 @@ class LiveScheduler:
                     progress.append((live.row.id, live.attempt, run.iterations_done))
                 if report.get("status") == "exited":
                     self._on_exit(key, live, name, report, now)
-            self.ledger.sample(self.state, self.gpu_map, name, agent.telemetry, now)
+            self.ledger.sample(self.state, self.agent_gpus.get(name, {}), agent.telemetry, now)
             self.ledger.sync(self.state, self.gpu_map, now)
             if now - agent.progress_saved >= PROGRESS_SAVE_S:  # telemetry, not a transition: written now and then
                 agent.progress_saved = now
@@ -477,12 +480,11 @@ class LiveScheduler:
             rows = self.ledger.view(limit if viewer is None else 100_000, self.clock())
         if viewer is None:
             return rows
-        owners = {r.job_id: r.owner for r in self.store.jobs(owner=viewer)}
+        mine = {r.id for r in self.store.jobs(owner=viewer)}
         out = []
         for row in rows:
-            jobs = [str(j) for j in row["jobs"]]
-            if any(j in owners for j in jobs):
-                out.append({**row, "jobs": [int(j) if j in owners else None for j in jobs]})
+            if any(j in mine for j in row["jobs"]):
+                out.append({**row, "jobs": [j if j in mine else None for j in row["jobs"]]})
                 if len(out) >= limit:
                     break
         return out
