@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -115,7 +116,9 @@ def _agent(server: Server, name: str, workdir: Path) -> subprocess.Popen[bytes]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def test_killed_agent_jobs_are_requeued_and_its_stale_process_is_stopped(tmp_path: Path) -> None:
+def test_killed_agent_jobs_fence_themselves_before_they_are_requeued(tmp_path: Path) -> None:
+    """kill -9 of an agent: its attempt's wrapper stops the job when the lease runs out, before the server requeues
+    it (at lease + fence_kill_s + 1 s), so attempts 1 and 2 never run at the same time."""
     server = Server(tmp_path / "state", "--no-agent", "--lease-s", "2", fake_gpus=0).start()
     agents: list[subprocess.Popen[bytes]] = []
     try:
@@ -130,20 +133,25 @@ def test_killed_agent_jobs_are_requeued_and_its_stale_process_is_stopped(tmp_pat
             orphan = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().split()[0], what="pid"))
             agents[0].send_signal(signal.SIGKILL)
             agents[0].wait(10)
+            fenced_at = wait_for(lambda: (not os.path.exists(f"/proc/{orphan}") or _zombie(orphan)) and time.time(),
+                                 timeout_s=15, interval_s=0.02, what="the orphaned attempt to fence itself")
             requeued = wait_for(lambda: (j := api.get(f"/v1/jobs/{job['id']}").json())["state"] == "queued" and j,
-                                timeout_s=15, what="requeue after the lease")
+                                timeout_s=15, interval_s=0.02, what="requeue after the lease")
+            assert requeued["queued_since"] >= fenced_at - 0.05, "requeued while the old attempt still ran"
             assert requeued["lost_runs"] == 1 and requeued["reason"] == "lost"
             assert api.get("/v1/cluster").json()["gpus"] == []  # the lost machine left the cluster
-            os.kill(orphan, 0)  # its process still runs: the agent was killed, not the job
+            exit_file = tmp_path / "a1" / "jobs" / job["id"] / "1" / "exit.json"
+            assert json.loads(exit_file.read_text())["fenced"] is True
+            assert "fenced: the agent's lease expired" in (exit_file.parent / "log").read_text()
             agents.append(_agent(server, "a2", tmp_path / "a2"))
             finished = wait_for(lambda: (j := api.get(f"/v1/jobs/{job['id']}").json())["state"] == "finished" and j,
                                 timeout_s=20, what="attempt 2 on a2")
             assert finished["attempt"] == 2
             assert [e["kind"] for e in finished["events"]] == ["submitted", "started", "requeued:lost", "started",
                                                                 "finished"]
-            agents.append(_agent(server, "a1", tmp_path / "a1"))  # a1 comes back and finds its stale attempt
-            wait_for(lambda: not os.path.exists(f"/proc/{orphan}") or _zombie(orphan), timeout_s=20,
-                     what="the stale attempt to be stopped")
+            agents.append(_agent(server, "a1", tmp_path / "a1"))  # a1 comes back, finds its fenced attempt, forgets it
+            wait_for(lambda: (exit_file.parent / "forgotten").exists(), timeout_s=20, what="a1 to forget attempt 1")
+            assert api.get(f"/v1/jobs/{job['id']}").json()["state"] == "finished"  # its old report changed nothing
     finally:
         for agent in agents:
             agent.kill()

@@ -39,7 +39,9 @@ class Link(Protocol):
                  wake: Callable[[], None] | None) -> None: ...
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
-                  gpus: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+                  gpus: list[dict[str, Any]]) -> dict[str, Any]:
+        """``{"desired": [...], "fence_after_s": F, "fence_kill_s": K}`` (fencing fields absent: no fencing)."""
+        ...
 
 
 class DirectLink:
@@ -53,11 +55,11 @@ class DirectLink:
         self.scheduler.register_agent(name, hostname, gpus, wake=wake)
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
-                  gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                  gpus: list[dict[str, Any]]) -> dict[str, Any]:
         from horus.errors import UnknownAgentError
 
         try:
-            return self.scheduler.heartbeat(name, reports, gpus)
+            return {"desired": self.scheduler.heartbeat(name, reports, gpus), **self.scheduler.fencing()}
         except UnknownAgentError:
             raise NotRegisteredError(name) from None
 
@@ -89,8 +91,8 @@ class HttpLink:
         self._post("/v1/agents", {"name": name, "hostname": hostname, "gpus": gpus})
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
-                  gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._post(f"/v1/agents/{name}/heartbeat", {"reports": reports, "gpus": gpus})["desired"]
+                  gpus: list[dict[str, Any]]) -> dict[str, Any]:
+        return self._post(f"/v1/agents/{name}/heartbeat", {"reports": reports, "gpus": gpus})
 
 
 def mps_active() -> bool:
@@ -113,7 +115,7 @@ class Agent:
 
     def __init__(self, name: str, gpus: list[dict[str, Any]], workdir: Path, link: Link, *,
                  hostname: str | None = None, heartbeat_s: float = 1.0, grace_s: float = 10.0,
-                 mps: str = "auto") -> None:
+                 mps: str = "auto", run_as: tuple[int, int] | None = None) -> None:
         self.name = name
         self.hostname = hostname or socket.gethostname()
         self.gpus = gpus
@@ -121,7 +123,7 @@ class Agent:
         self.heartbeat_s = heartbeat_s
         self.grace_s = grace_s
         self.use_mps = mps == "on" or (mps == "auto" and not any(g.get("fake") for g in gpus) and mps_active())
-        self.processes = ProcessManager(workdir)
+        self.processes = ProcessManager(workdir, run_as)
         self.telemetry = Telemetry(gpus)
         self.wakeup = threading.Event()
         self.registered = False
@@ -130,6 +132,7 @@ class Agent:
         self._job_mem: dict[tuple[str, int], float] = {}
         self._job_gpus: dict[tuple[str, int], list[int]] = {}  # desired attempts' local GPU indices
         self._outage = False
+        self._fence_kill_s = 2.0  # the server's fence_kill_s, once heard
 
     # ---- main loop -----------------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
@@ -148,13 +151,15 @@ class Agent:
                 log.info("agent %s registered %d GPUs", self.name, len(self.gpus))
             now = time.time()
             self.processes.reap(now)
-            desired = self.link.heartbeat(self.name, self._reports(now), self._gpu_sample)
-            self.reconcile(desired, time.time())
+            sent = time.monotonic()  # a lease runs from before the request: never longer than the server's view
+            answer = self.link.heartbeat(self.name, self._reports(now), self._gpu_sample)
+            self.reconcile(answer["desired"], time.time(), renewed=sent, fencing=answer)
             if self._outage:
                 log.warning("agent %s: server reachable again", self.name)
                 self._outage = False
         except NotRegisteredError:
             self.registered = False
+            self.fence_all()  # the server has given this machine's attempts up: they must stop now
             self.wakeup.set()
         except LinkError as exc:
             if not self._outage:
@@ -176,8 +181,23 @@ class Agent:
         return reports
 
     # ---- desired state -------------------------------------------------------------------------------
-    def reconcile(self, desired: list[dict[str, Any]], now: float) -> None:
+    def fence_all(self) -> None:
+        """Expire every attempt's lease now: their wrappers stop them (SIGTERM, then SIGKILL)."""
+        for item in list(self.processes.attempts.values()):
+            if item.exit_status() is None and (item.folder / "lease").exists():
+                self.processes.renew(item, 0.0, self._fence_kill_s)
+
+    def reconcile(self, desired: list[dict[str, Any]], now: float, *, renewed: float | None = None,
+                  fencing: dict[str, Any] | None = None) -> None:
+        """Make the processes match ``desired``. With ``renewed`` (monotonic time the heartbeat was sent) and the
+        server's ``fencing`` fields, each desired attempt's lease is extended to ``renewed + fence_after_s``
+        before anything is launched."""
         want = {(str(d["job_id"]), int(d["attempt"])): d for d in desired}
+        after = (fencing or {}).get("fence_after_s")
+        if renewed is not None and after is not None:
+            self._fence_kill_s = float((fencing or {}).get("fence_kill_s", self._fence_kill_s))
+            for key in want:
+                self.processes.renew(self.processes.attempt(*key), renewed + float(after), self._fence_kill_s)
         self._job_gpus = {key: [int(i) for i in d.get("gpu_indices") or []] for key, d in want.items()}
         for key, item in list(self.processes.attempts.items()):
             if key in want:

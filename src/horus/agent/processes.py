@@ -126,19 +126,46 @@ def _parse(line: bytes) -> tuple[float, float] | None:
 
 
 class ProcessManager:
-    """The attempts of one agent, in ``workdir``."""
+    """The attempts of one agent, in ``workdir`` (mode 0700; 0711 with ``run_as``, so the job's user can reach
+    its own progress file and checkpoint folder and nothing else of the agent's).
 
-    def __init__(self, workdir: Path) -> None:
+    ``run_as`` (uid, gid): job commands run as that user (the wrapper keeps the agent's identity)."""
+
+    def __init__(self, workdir: Path, run_as: tuple[int, int] | None = None) -> None:
         self.workdir = Path(workdir)
         self.jobs_dir = self.workdir / "jobs"
-        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        self.run_as = run_as
+        self._dir_mode = 0o711 if run_as else 0o700
+        for folder in (self.workdir, self.jobs_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(self._dir_mode)
         self.attempts: dict[tuple[str, int], Attempt] = {}
 
     def folder(self, job_id: str, attempt: int) -> Path:
         return self.jobs_dir / job_id / str(attempt)
 
     def checkpoint_dir(self, job_id: str) -> Path:
-        return self.jobs_dir / job_id / "checkpoint"
+        """The job's checkpoint folder (created; owned by the job's user with ``run_as``)."""
+        path = self.jobs_dir / job_id / "checkpoint"
+        self._mkdir(path.parent)
+        if not path.is_dir():
+            path.mkdir(mode=0o700)
+            if self.run_as:
+                os.chown(path, *self.run_as)
+        return path
+
+    def _mkdir(self, path: Path) -> None:
+        if not path.is_dir():
+            path.mkdir(mode=self._dir_mode, parents=True, exist_ok=True)
+            path.chmod(self._dir_mode)
+
+    @staticmethod
+    def renew(item: Attempt, deadline: float, kill_s: float) -> None:
+        """Extend the attempt's lease to ``deadline`` (``time.monotonic()`` clock); its wrapper fences it after
+        that (``wrapper.py``). Written atomically; not synced (a machine that crashes takes its jobs with it)."""
+        tmp = item.folder / "lease.tmp"
+        tmp.write_text(f"{deadline:.3f} {kill_s:.3f}\n")
+        os.replace(tmp, item.folder / "lease")
 
     def scan(self) -> None:
         """Adopt every attempt folder not yet forgotten (after an agent restart)."""
@@ -148,17 +175,28 @@ class ProcessManager:
             key = (folder.parent.name, int(folder.name))
             self.attempts.setdefault(key, Attempt(key[0], key[1], folder))
 
-    def launch(self, job_id: str, attempt: int, command: list[str], env: dict[str, str]) -> Attempt:
-        """Start one attempt, or find it again. Never runs an attempt twice (the wrapper's lock)."""
+    def attempt(self, job_id: str, attempt: int) -> Attempt:
+        """The attempt's record (its folder created), known or new."""
         key = (job_id, attempt)
         item = self.attempts.get(key)
         if item is None:
             folder = self.folder(job_id, attempt)
-            folder.mkdir(parents=True, exist_ok=True)
+            self._mkdir(folder.parent)
+            self._mkdir(folder)
             item = self.attempts[key] = Attempt(job_id, attempt, folder)
+        return item
+
+    def launch(self, job_id: str, attempt: int, command: list[str], env: dict[str, str]) -> Attempt:
+        """Start one attempt, or find it again. Never runs an attempt twice (the wrapper's lock)."""
+        item = self.attempt(job_id, attempt)
         started = (item.proc is not None and item.proc.poll() is None) or (item.folder / "pid").exists()
         if not started and item.exit_status() is None:
-            full_env = {**os.environ, **env, "HORUS_PROGRESS_FILE": str(item.folder / "progress.jsonl")}
+            progress = item.folder / "progress.jsonl"
+            full_env = {**os.environ, **env, "HORUS_PROGRESS_FILE": str(progress)}
+            if self.run_as:
+                progress.touch(mode=0o600)
+                os.chown(progress, *self.run_as)
+                full_env["HORUS_RUN_AS"] = f"{self.run_as[0]}:{self.run_as[1]}"
             item.proc = subprocess.Popen([sys.executable, "-S", wrapper.__file__, str(item.folder), "--", *command],
                                          env=full_env, start_new_session=True, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
@@ -193,9 +231,12 @@ class ProcessManager:
     def _exited(item: Attempt, status: dict[str, Any], iterations: float | None,
                 rate: float | None) -> dict[str, Any]:
         code = int(status["exit_code"])
-        return {"job_id": item.job_id, "attempt": item.attempt, "status": "exited", "exit_code": code,
-                "oom": code != 0 and item.ran_out_of_memory(), "iterations": iterations, "rate": rate,
-                "log_tail": item.log_tail()}
+        report = {"job_id": item.job_id, "attempt": item.attempt, "status": "exited", "exit_code": code,
+                  "oom": code != 0 and item.ran_out_of_memory(), "iterations": iterations, "rate": rate,
+                  "log_tail": item.log_tail()}
+        if status.get("fenced"):
+            report["fenced"] = True
+        return report
 
     def reports(self) -> list[dict[str, Any]]:
         return [r for r in map(self.report, list(self.attempts.values())) if r is not None]

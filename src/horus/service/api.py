@@ -20,10 +20,10 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from horus import __version__
 from horus.errors import HorusInputError, UnknownAgentError
-from horus.service.auth import OPEN_READER, SESSION_COOKIE, Authenticator, Identity, Sessions
+from horus.service.auth import OPEN_READER, SESSION_COOKIE, Authenticator, Identity, Sessions, create_token
 from horus.service.models_onnx import MAX_ONNX_BYTES, catalog_row_from_onnx, register_catalog_row
 from horus.service.scheduler import LiveScheduler
-from horus.service.schemas import AgentRegister, Heartbeat, JobProgress, JobSubmit, job_view
+from horus.service.schemas import AgentJoin, AgentRegister, Heartbeat, JobProgress, JobSubmit, job_view
 from horus.service.store import JOB_STATES, NewJob
 
 log = logging.getLogger("horus.service")
@@ -127,9 +127,9 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         need(who, "admin", "user")
         key = body.idempotency_key or idempotency_key
         new = NewJob(model=body.model or "", batch_size=body.batch_size if body.model else 0,
-                     num_gpus=body.num_gpus, command=body.command, env=body.env, cwd=body.cwd, name=body.name,
-                     gpu_type=body.gpu_type, gpu_fraction=body.gpu_fraction, iterations=body.iterations,
-                     idem_key=key, owner=who.name)
+                     num_gpus=body.num_gpus, command=body.command, env={**body.env, **body.secret_env},
+                     cwd=body.cwd, name=body.name, gpu_type=body.gpu_type, gpu_fraction=body.gpu_fraction,
+                     iterations=body.iterations, idem_key=key, owner=who.name, secret_keys=tuple(body.secret_env))
         row, created = scheduler.submit(new)
         if not created:
             response.status_code = 200
@@ -213,12 +213,24 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             scheduler.store.add_model(name, row, scheduler.clock())
         return {"model": name, "batch_size": row["batch_size"], "params": row["params"]}
 
+    @app.post("/v1/agents/join", tags=["agents"])
+    def join(body: AgentJoin, who: Identity = Writer) -> dict[str, Any]:
+        """Exchange a join token for a credential bound to agent ``name`` (shown once; 409 if the name has one)."""
+        need(who, "admin", "join")
+        try:
+            token = create_token(scheduler.store, body.name, "agent")
+        except HorusInputError as exc:
+            raise HTTPException(409, f"agent {body.name!r} cannot join: {exc.message}; an admin revokes the old "
+                                     f"credential first (horus token revoke {body.name})") from None
+        log.info("agent %s joined (credential issued to %s)", body.name, who.name)
+        return {"name": body.name, "token": token}
+
     @app.post("/v1/agents", tags=["agents"])
     def register_agent(body: AgentRegister, who: Identity = Writer) -> dict[str, Any]:
         if not who.may_act_as_agent(body.name):
             raise HTTPException(403, f"this credential cannot register agent {body.name!r}")
         row = scheduler.register_agent(body.name, body.hostname, [g.model_dump() for g in body.gpus])
-        return {"name": row.name, "lease_s": scheduler.lease_s}
+        return {"name": row.name, "lease_s": scheduler.lease_s, **scheduler.fencing()}
 
     @app.post("/v1/agents/{name}/heartbeat", tags=["agents"])
     def heartbeat(name: Annotated[str, Path(max_length=128)], body: Heartbeat, who: Identity = Writer) -> dict[str, Any]:
@@ -230,7 +242,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         except UnknownAgentError:
             raise HTTPException(409, f"agent {name!r} is not registered (or missed its lease): register again") \
                 from None
-        return {"desired": desired}
+        return {"desired": desired, **scheduler.fencing()}
 
     from horus.service.console import mount_console
 

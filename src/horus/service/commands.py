@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,7 +60,16 @@ def _serve(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-type", default="V100", help="GPU type of the fake GPUs (default V100)")
     p.add_argument("--no-agent", action="store_true", help="run no agent here (machines join with `horus agent`)")
     p.add_argument("--agent-name", help="name of this machine's agent (default: host name)")
-    p.add_argument("--lease-s", type=float, default=10.0, help="agent lease: jobs of a silent agent are requeued")
+    p.add_argument("--lease-s", type=float, default=10.0,
+                   help="agent lease: a silent agent's jobs are run elsewhere after lease + fence-kill-s + 1 s")
+    p.add_argument("--fence-fraction", type=float, default=0.8,
+                   help="an agent's jobs stop themselves when it has not renewed its lease for this fraction of "
+                        "it (default 0.8; the at-most-once contract, docs/service.md)")
+    p.add_argument("--fence-kill-s", type=float, default=2.0,
+                   help="SIGTERM to SIGKILL when a job fences itself (default 2 s)")
+    p.add_argument("--run-as", metavar="USER",
+                   help="run jobs as this user (the server must run as root): jobs cannot read the server's "
+                        "token, job secret or store")
     p.add_argument("--heartbeat-s", type=float, default=1.0, help="agent heartbeat interval")
     p.add_argument("--grace-s", type=float, default=10.0, help="SIGTERM to SIGKILL grace period when stopping a job")
     p.add_argument("--mps", choices=("auto", "on", "off"), default="auto",
@@ -76,8 +86,14 @@ def _agent(subparsers: argparse._SubParsersAction) -> None:
                               description="Run a node agent: register this machine's GPUs with a Horus server and "
                               "run the jobs it places here.")
     p.add_argument("--server", required=True, help="server URL, e.g. http://head:8470")
-    p.add_argument("--token-file", type=Path, required=True, help="the server's token file")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--token-file", type=Path, help="this agent's token (`horus token create --role agent`), or the "
+                                                     "server's admin token file")
+    how.add_argument("--join-token-file", type=Path,
+                     help="a join token (`horus token create --role join`): exchanged once for this agent's own "
+                          "credential, kept in <workdir>/credential (mode 0600)")
     p.add_argument("--name", help="agent name (default: host name)")
+    p.add_argument("--run-as", metavar="USER", help="run jobs as this user (the agent must run as root)")
     p.add_argument("--workdir", type=Path, help="job folders, logs and checkpoints (default <user data dir>/agent)")
     p.add_argument("--fake-gpus", type=int, default=0, metavar="N")
     p.add_argument("--gpu-type", default="V100")
@@ -99,6 +115,9 @@ def _submit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu-fraction", type=float, help="share of one GPU")
     p.add_argument("--iterations", type=float, help="training iterations, if known")
     p.add_argument("--env", action="append", default=[], metavar="K=V", help="environment variable (repeatable)")
+    p.add_argument("--secret-env", action="append", default=[], metavar="NAME",
+                   help="pass this variable of your environment to the job as a secret: no read ever returns its "
+                        "value (repeatable; the value is never on the command line)")
     p.add_argument("--name", help="a name for the job")
     p.add_argument("--idempotency-key", help="retrying with the same key never creates a second job")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
@@ -119,13 +138,21 @@ def run_serve(args: argparse.Namespace) -> int:
     for name in ("lease_s", "heartbeat_s", "grace_s"):
         if not 0 < getattr(args, name) < 86400:
             raise HorusInputError(f"--{name.replace('_', '-')}", "expected a positive number of seconds")
+    if not 0 < args.fence_fraction <= 1:
+        raise HorusInputError("--fence-fraction", f"expected a number in (0, 1], got {args.fence_fraction}")
+    if not 0 <= args.fence_kill_s <= 600:
+        raise HorusInputError("--fence-kill-s", f"expected 0 to 600 seconds, got {args.fence_kill_s}")
+    if args.heartbeat_s >= args.fence_fraction * args.lease_s:
+        raise HorusInputError("--heartbeat-s", f"must be shorter than fence-fraction x lease "
+                                               f"({args.fence_fraction * args.lease_s:g} s), or every job fences itself")
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     config = ServeConfig(state_dir=args.state_dir or default_state_dir(), host=args.host, port=args.port,
                          policy=args.policy, predictor=args.predictor, token_file=args.token_file,
                          open_reads=args.open_reads, local_agent=not args.no_agent, fake_gpus=args.fake_gpus,
                          gpu_type=args.gpu_type, agent_name=args.agent_name, heartbeat_s=args.heartbeat_s,
                          lease_s=args.lease_s, grace_s=args.grace_s, mps=args.mps, log_level=args.log_level,
-                         backend=args.backend, ray_address=args.ray_address)
+                         backend=args.backend, ray_address=args.ray_address, fence_fraction=args.fence_fraction,
+                         fence_kill_s=args.fence_kill_s, run_as=run_as_ids(args.run_as))
     _check_gpu_type(args.gpu_type)
     return serve(config)
 
@@ -135,6 +162,23 @@ def _check_gpu_type(name: str) -> None:
 
     if name not in PRESETS:
         raise HorusInputError("--gpu-type", f"unknown GPU type {name!r}; presets: {', '.join(PRESETS)}")
+
+
+def run_as_ids(user: str | None) -> tuple[int, int] | None:
+    """(uid, gid) of ``--run-as USER`` (a name or a number); the caller must be root to use it."""
+    if user is None:
+        return None
+    import pwd
+
+    try:
+        entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+    except (KeyError, ValueError):
+        raise HorusInputError("--run-as", f"no user {user[:60]!r} on this machine") from None
+    if os.geteuid() != 0:
+        raise HorusInputError("--run-as", "running jobs as another user needs root (start this as root)")
+    if entry.pw_uid == 0:
+        raise HorusInputError("--run-as", "jobs must not run as root")
+    return entry.pw_uid, entry.pw_gid
 
 
 def run_agent(args: argparse.Namespace) -> int:
@@ -155,9 +199,15 @@ def run_agent(args: argparse.Namespace) -> int:
         gpus, reason = discover()
         if not gpus:
             raise HorusInputError("horus agent", f"no GPU found: {reason}; use --fake-gpus N to join N fake GPUs")
-    agent = Agent(name, gpus, args.workdir or default_state_dir() / "agent" / name,
-                  HttpLink(args.server, read_token(args.token_file)), heartbeat_s=args.heartbeat_s,
-                  grace_s=args.grace_s, mps=args.mps)
+    workdir = args.workdir or default_state_dir() / "agent" / name
+    if args.token_file is not None:
+        token = read_token(args.token_file)
+    else:
+        from horus.agent.join import credential
+
+        token = credential(args.server, read_token(args.join_token_file), name, workdir)
+    agent = Agent(name, gpus, workdir, HttpLink(args.server, token), heartbeat_s=args.heartbeat_s,
+                  grace_s=args.grace_s, mps=args.mps, run_as=run_as_ids(args.run_as))
     stop = threading.Event()
     try:
         agent.run(stop)
@@ -184,6 +234,11 @@ def run_submit(args: argparse.Namespace) -> int:
         if not sep or not key:
             raise HorusInputError("--env", f"expected K=V, got {item!r}")
         env[key] = value
+    secret_env = {}
+    for name in args.secret_env:
+        if name not in os.environ:
+            raise HorusInputError("--secret-env", f"{name[:60]!r} is not set in your environment")
+        secret_env[name] = os.environ[name]
     for option, value in (("--gpu-fraction", args.gpu_fraction), ("--iterations", args.iterations)):
         if value is not None and not math.isfinite(value):
             raise HorusInputError(option, f"expected a finite number, got {value!r}")
@@ -194,11 +249,10 @@ def run_submit(args: argparse.Namespace) -> int:
             raise HorusInputError("--onnx", "give either --model or --onnx")
         uploaded = client.upload_model(args.onnx)
         model, batch = uploaded["model"], batch or uploaded["batch_size"]
-    import os
-
     body = {"command": command, "model": model, "batch_size": batch, "num_gpus": args.num_gpus,
             "gpu_type": args.gpu_type, "gpu_fraction": args.gpu_fraction, "iterations": args.iterations,
-            "env": env, "name": args.name, "idempotency_key": args.idempotency_key, "cwd": os.getcwd()}
+            "env": env, "secret_env": secret_env or None, "name": args.name, "idempotency_key": args.idempotency_key,
+            "cwd": os.getcwd()}
     job = client.submit({k: v for k, v in body.items() if v is not None})
     if args.json:
         print(json.dumps(job, indent=2))

@@ -46,6 +46,7 @@ log = logging.getLogger("horus.service")
 # predicted length, such as SJF, treat it as a long job).
 UNKNOWN_ITERATIONS = 1e6
 PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
+FENCE_MARGIN_S = 1.0  # beyond lease + fence_kill_s before a silent agent's attempts are run elsewhere
 
 
 class LiveScheduler:
@@ -54,12 +55,19 @@ class LiveScheduler:
     def __init__(self, store: Store, predictor: Predictor, *, policy: str = "horus",
                  policy_options: Mapping[str, object] | None = None, lease_s: float = 10.0,
                  max_oom_retries: int = 3, max_lost_runs: int = 3, server_url: str = "", job_secret: bytes = b"",
-                 metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time) -> None:
+                 metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time,
+                 fence_fraction: float = 0.8, fence_kill_s: float = 2.0) -> None:
+        if not 0.0 < fence_fraction <= 1.0:
+            raise HorusInputError("--fence-fraction", f"expected a number in (0, 1], got {fence_fraction}")
+        if not 0.0 <= fence_kill_s <= 600.0:
+            raise HorusInputError("--fence-kill-s", f"expected 0 to 600 seconds, got {fence_kill_s}")
         self.store = store
         self.predictor = ServicePredictor(predictor)
         self.policy_name = policy
         self.policy_options = dict(policy_options or {})
         self.lease_s = lease_s
+        self.fence_after_s = fence_fraction * lease_s
+        self.fence_kill_s = fence_kill_s
         self.max_oom_retries = max_oom_retries
         self.max_lost_runs = max_lost_runs
         self.server_url = server_url
@@ -244,10 +252,21 @@ class LiveScheduler:
             wake = self.core.next_wakeup(0.0)
         return min(1.0, wake) if wake is not None else 1.0
 
+    def fencing(self) -> dict[str, float]:
+        """What agents put in their attempts' leases: an attempt not renewed for ``fence_after_s`` (a fraction of
+        the lease) is stopped by its wrapper, and SIGKILLed ``fence_kill_s`` later."""
+        return {"fence_after_s": self.fence_after_s, "fence_kill_s": self.fence_kill_s}
+
+    @property
+    def requeue_after_s(self) -> float:
+        """How long an agent may be silent before it is lost and its attempts run elsewhere: the lease, plus the
+        time its wrappers take to fence them, plus a margin (so an attempt never runs twice at once)."""
+        return self.lease_s + self.fence_kill_s + FENCE_MARGIN_S
+
     def _expire_agents(self, now: float) -> None:
-        lost = expired(self.agents, now, self.lease_s)
+        lost = expired(self.agents, now, self.requeue_after_s)
         for name in lost:
-            self._forget_agent(name, f"missed its lease ({self.lease_s:.0f} s)", now)
+            self._forget_agent(name, f"missed its lease ({self.lease_s:g} s; its jobs were fenced)", now)
         if lost:
             self.rebuild()  # running attempts on lost agents are requeued there, attained service kept
 
@@ -347,10 +366,17 @@ class LiveScheduler:
         code = report.get("exit_code")
         run = self.state.running[key]
         job_id = live.row.id
+        fenced = bool(report.get("fenced")) and code != 0
         self.ledger.departed(key, "kept" if code == 0 else "oom" if report.get("oom") else
-                             "lost" if code is None else "failed")
+                             "lost" if code is None or fenced else "failed")
         tail = _log_tail(report)  # kept with the exit's event: `horus job` shows it
-        if code == 0:
+        if fenced:  # its agent lost contact long enough for the wrapper to stop it: not the job's fault
+            self.store.requeue(job_id, live.attempt, now, attained_gpu_s=run.attained(now),
+                               iterations_done=run.iterations_done, kind="fenced",
+                               detail={"exit_code": code, "reason": "fenced: its agent's lease expired", **tail})
+            self.state.requeue(key, now)
+            self._wake(self.live.pop(key))
+        elif code == 0:
             live.exited[agent] = 0
             if len(live.exited) < len(live.agents()):
                 return  # other machines of the gang still run

@@ -33,6 +33,9 @@ class JobSubmit(_Strict):
     gpu_fraction: float | None = Field(None, gt=0.0, le=1.0, description="share of one GPU (num_gpus must be 1)")
     iterations: float | None = Field(None, gt=0.0, le=1e15, description="training iterations, if known")
     env: dict[str, str] = Field(default_factory=dict, max_length=1024)
+    secret_env: dict[str, str] = Field(default_factory=dict, max_length=64,
+                                       description="environment variables whose values no read returns (API "
+                                                   "keys, passwords): only the agent running the job gets them")
     cwd: str | None = Field(None, min_length=1, max_length=4096, description="working directory on the machine")
     name: str | None = Field(None, max_length=200)
     idempotency_key: str | None = Field(None, min_length=1, max_length=200,
@@ -47,7 +50,7 @@ class JobSubmit(_Strict):
             raise ValueError(f"arguments must be at most {MAX_ARG_CHARS} characters without NUL bytes")
         return value
 
-    @field_validator("env")
+    @field_validator("env", "secret_env")
     @classmethod
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
         import re
@@ -72,6 +75,9 @@ class JobSubmit(_Strict):
     def _fraction_single(self) -> JobSubmit:
         if self.gpu_fraction is not None and self.num_gpus != 1:
             raise ValueError("gpu_fraction needs num_gpus = 1")
+        both = sorted(set(self.env) & set(self.secret_env))
+        if both:
+            raise ValueError(f"{both[0]} is in both env and secret_env")
         return self
 
 
@@ -104,6 +110,7 @@ class AttemptReport(_Strict):
     rate: float | None = Field(None, ge=0.0, le=1e12)
     exit_code: int | None = Field(None, ge=-255, le=255)
     oom: bool = False
+    fenced: bool = Field(False, description="the attempt's wrapper stopped it: its agent's lease expired")
     gpu_mem_mib: float | None = Field(None, ge=0.0)
     log_tail: str | None = Field(None, max_length=MAX_LOG_TAIL_CHARS,
                                  description="the end of the attempt's log, with an exit report")
@@ -113,6 +120,10 @@ class GPUTelemetry(_Strict):
     index: int = Field(ge=0, le=1023)
     util: float | None = Field(None, ge=0.0, le=1.0)
     mem_mib: float | None = Field(None, ge=0.0)
+
+
+class AgentJoin(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="the agent's name")
 
 
 class Heartbeat(_Strict):
@@ -125,6 +136,16 @@ class JobProgress(_Strict):
     iteration: float = Field(ge=0.0, le=1e18)
 
 
+SECRET_SHOWN_AS = "(secret)"
+
+
+def redacted_env(row: Any) -> dict[str, str]:
+    """The job's environment as reads show it: values of its secret names replaced (only the agent that runs an
+    attempt receives them)."""
+    secret = set(getattr(row, "secret_keys", ()) or ())
+    return {k: SECRET_SHOWN_AS if k in secret else v for k, v in row.env.items()}
+
+
 def job_view(row: Any, *, prediction: dict[str, float] | None = None,
              telemetry: tuple[float, float] | None = None,
              events: list[dict[str, Any]] | None = None, waiting: dict[str, object] | None = None) -> dict[str, Any]:
@@ -135,7 +156,7 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None,
         "id": row.job_id, "name": row.name, "state": row.state, "attempt": row.attempt,
         "model": row.model or None, "batch_size": row.batch_size, "num_gpus": row.num_gpus,
         "gpu_type": row.gpu_type, "gpu_fraction": row.gpu_fraction, "iterations": row.iterations,
-        "command": row.command, "env": row.env, "idempotency_key": row.idempotency_key, "owner": row.owner,
+        "command": row.command, "env": redacted_env(row), "idempotency_key": row.idempotency_key, "owner": row.owner,
         "placement": [{"agent": a, "gpu": i} for a, i in row.placement],
         "submitted": row.submitted, "queued_since": row.queued_since, "started": row.started,
         "first_started": row.first_started, "ended": row.ended,

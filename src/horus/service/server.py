@@ -75,6 +75,9 @@ class ServeConfig:
     log_level: str = "info"
     backend: str = "local"  # horus.service.backends.BACKENDS name
     ray_address: str | None = None
+    fence_fraction: float = 0.8
+    fence_kill_s: float = 2.0
+    run_as: tuple[int, int] | None = None  # (uid, gid) jobs run as (local backend)
 
 
 def token_path(config: ServeConfig) -> Path:
@@ -106,16 +109,24 @@ def serve(config: ServeConfig) -> int:
     backend.prepare(config)  # fails fast (no GPU, no Ray...) before anything is written
     state_dir = config.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
+    # the token, the job secret, the store and the jobs' logs: the server's user only (with --run-as, the jobs' user
+    # may pass through to its own progress file and checkpoints, see horus.agent.processes)
+    state_dir.chmod(0o711 if config.run_as else 0o700)
     token = read_token(config.token_file) if config.token_file else _secret_file(state_dir / "token", 32)
     job_secret = _secret_file(state_dir / "job_secret", 32).encode()
     try:
         store = Store(state_dir / "horus.db")
     except StoreError as exc:
         raise HorusInputError("--state-dir", str(exc)) from None
+    for suffix in ("", "-wal", "-shm"):  # SQLite gives its side files the database file's mode
+        path = state_dir / f"horus.db{suffix}"
+        if path.exists():
+            path.chmod(0o600)
     metrics = ServiceMetrics()
     url = f"http://{config.host}:{config.port}"
     scheduler = LiveScheduler(store, PREDICTORS.create(config.predictor), policy=config.policy,
-                              lease_s=config.lease_s, server_url=url, job_secret=job_secret, metrics=metrics)
+                              lease_s=config.lease_s, server_url=url, job_secret=job_secret, metrics=metrics,
+                              fence_fraction=config.fence_fraction, fence_kill_s=config.fence_kill_s)
     metrics.bind(scheduler)
     app = create_app(scheduler, token, open_reads=config.open_reads)
     stop = threading.Event()

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
-ROLES = ("admin", "user", "agent")
+SCHEMA_VERSION = 3
+ROLES = ("admin", "user", "agent", "join")
 IDEM_SEP = "\x1f"  # owner IDEM_SEP key
 FINAL_STATES = ("finished", "failed", "cancelled")
 JOB_STATES = ("queued", "running", *FINAL_STATES)
@@ -63,7 +63,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     lost_runs INTEGER NOT NULL DEFAULT 0,
     exit_code INTEGER,
     reason TEXT,
-    owner TEXT                                  -- the submitting identity's name (NULL: before schema 2)
+    owner TEXT,                                 -- the submitting identity's name (NULL: before schema 2)
+    secret_keys TEXT                            -- JSON list of env names whose values reads never return
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 CREATE TABLE IF NOT EXISTS events (
@@ -91,7 +92,7 @@ CREATE TABLE IF NOT EXISTS models (
 );
 CREATE TABLE IF NOT EXISTS tokens (
     name TEXT PRIMARY KEY,
-    role TEXT NOT NULL CHECK (role IN ('admin', 'user', 'agent')),
+    role TEXT NOT NULL CHECK (role IN ('admin', 'user', 'agent', 'join')),
     hash TEXT NOT NULL UNIQUE,                  -- hex SHA-256 of the token; the token itself is never stored
     created REAL NOT NULL,
     revoked REAL
@@ -118,7 +119,18 @@ def _add_owner(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
 
 
-_MIGRATIONS = {1: _add_owner}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
+def _v3_join_and_secrets(db: sqlite3.Connection) -> None:
+    """Schema 3: the ``join`` role (a CHECK constraint: the table is rebuilt) and ``jobs.secret_keys``."""
+    if "secret_keys" not in {r[1] for r in db.execute("PRAGMA table_info(jobs)")}:
+        db.execute("ALTER TABLE jobs ADD COLUMN secret_keys TEXT")
+    db.execute("ALTER TABLE tokens RENAME TO tokens_v2")
+    db.execute("CREATE TABLE tokens (name TEXT PRIMARY KEY, role TEXT NOT NULL CHECK (role IN ('admin', 'user', "
+               "'agent', 'join')), hash TEXT NOT NULL UNIQUE, created REAL NOT NULL, revoked REAL)")
+    db.execute("INSERT INTO tokens SELECT name, role, hash, created, revoked FROM tokens_v2")
+    db.execute("DROP TABLE tokens_v2")
+
+
+_MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 
 
 class StoreError(RuntimeError):
@@ -158,12 +170,14 @@ class JobRow:
     exit_code: int | None
     reason: str | None
     owner: str | None = None
+    secret_keys: tuple[str, ...] = ()  # names in ``env`` whose values reads never return
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRow:
         values = dict(row)
         values["command"] = json.loads(values["command"])
         values["env"] = json.loads(values["env"])
+        values["secret_keys"] = tuple(json.loads(values.get("secret_keys") or "[]"))
         values["placement"] = [(str(a), int(i)) for a, i in json.loads(values["placement"] or "[]")]
         return cls(**values)
 
@@ -204,6 +218,7 @@ class NewJob:
     iterations: float | None = None
     idem_key: str | None = None
     owner: str | None = None
+    secret_keys: Sequence[str] = ()  # names in ``env`` whose values reads never return
 
 
 class Store:
@@ -316,10 +331,11 @@ class Store:
                     return JobRow.from_row(found), False
             cur = db.execute(
                 "INSERT INTO jobs (idem_key, name, model, batch_size, num_gpus, gpu_type, gpu_fraction, iterations, "
-                "command, env, cwd, state, submitted, queued_since, owner) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?, ?)",
+                "command, env, cwd, state, submitted, queued_since, owner, secret_keys) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?, ?, ?)",
                 (self._idem(job), job.name, job.model, job.batch_size, job.num_gpus, job.gpu_type, job.gpu_fraction,
-                 job.iterations, json.dumps(list(job.command)), json.dumps(job.env), job.cwd, now, now, job.owner))
+                 job.iterations, json.dumps(list(job.command)), json.dumps(job.env), job.cwd, now, now, job.owner,
+                 json.dumps(sorted(job.secret_keys)) if job.secret_keys else None))
             job_id = int(cur.lastrowid)
             self._event(db, job_id, now, "submitted", 0, {})
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
@@ -342,14 +358,16 @@ class Store:
     def requeue(self, job_id: int, attempt: int, now: float, *, attained_gpu_s: float, iterations_done: float,
                 kind: str, detail: dict[str, Any] | None = None) -> bool:
         """running -> queued. ``kind``: ``preempted`` | ``oom`` | ``lost`` (counted in preemptions,
-        oom_failures or lost_runs)."""
-        column = {"preempted": "preemptions", "oom": "oom_failures", "lost": "lost_runs"}[kind]
+        oom_failures or lost_runs) | ``fenced`` (stopped by its wrapper when its agent went silent; not counted
+        against the job)."""
+        column = {"preempted": "preemptions", "oom": "oom_failures", "lost": "lost_runs", "fenced": "lost_runs"}[kind]
+        counted = 0 if kind == "fenced" else 1
         with self.transaction() as db:
             cur = db.execute(
                 f"UPDATE jobs SET state = 'queued', placement = NULL, queued_since = ?, started = NULL, "
-                f"attained_gpu_s = ?, iterations_done = ?, {column} = {column} + 1, reason = ? "
+                f"attained_gpu_s = ?, iterations_done = ?, {column} = {column} + ?, reason = ? "
                 f"WHERE id = ? AND state = 'running' AND attempt = ?",
-                (now, attained_gpu_s, iterations_done, kind, job_id, attempt))
+                (now, attained_gpu_s, iterations_done, counted, kind, job_id, attempt))
             if cur.rowcount != 1:
                 return False
             self._event(db, job_id, now, f"requeued:{kind}", attempt, detail or {})

@@ -19,12 +19,15 @@ from horus.errors import HorusInputError
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("token", help="create, list or revoke credentials of users and agents",
                               description="Credentials of the live service. Roles: user (submits jobs; sees and "
-                              "cancels only its own), agent (joins machines under its own name), admin (everything, "
-                              "like the token file).")
+                              "cancels only its own), agent (joins machines under its own name), join (lets machines "
+                              "obtain their own agent credential, and nothing else), admin (everything, like the "
+                              "token file).")
     sub = p.add_subparsers(dest="token_command", metavar="ACTION", required=True)
     create = sub.add_parser("create", help="create a named token and print it (once)")
     create.add_argument("--name", required=True, help="user or agent name (an agent token acts only as this agent)")
-    create.add_argument("--role", required=True, choices=("user", "agent", "admin"))
+    create.add_argument("--role", required=True, choices=("user", "agent", "admin", "join"),
+                        help="join: a token machines exchange once for their own agent credential "
+                             "(horus agent --join-token-file)")
     create.add_argument("--out", type=Path, help="write the token to this file (mode 0600) instead of printing it")
     create.set_defaults(func=run_create)
     listing = sub.add_parser("list", help="list tokens (names, roles, when created or revoked; never the tokens)")

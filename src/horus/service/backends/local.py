@@ -40,7 +40,7 @@ class LocalBackend:
         from horus.agent.agent import Agent, DirectLink, start_thread
 
         agent = Agent(self.name, self.gpus, config.state_dir / "agent" / self.name, DirectLink(scheduler),
-                      heartbeat_s=config.heartbeat_s, grace_s=config.grace_s, mps=config.mps)
+                      heartbeat_s=config.heartbeat_s, grace_s=config.grace_s, mps=config.mps, run_as=config.run_as)
         start_thread(agent, stop)
 
     def close(self) -> None:
