@@ -220,8 +220,10 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         try:
             token = create_token(scheduler.store, body.name, "agent")
         except HorusInputError as exc:
-            raise HTTPException(409, f"agent {body.name!r} cannot join: {exc.message}; an admin revokes the old "
-                                     f"credential first (horus token revoke {body.name})") from None
+            if "exists" not in exc.message:
+                raise HTTPException(422, f"name: {exc.message}") from None
+            raise HTTPException(409, f"the name {body.name!r} already has a credential; an admin revokes it first "
+                                     f"(horus token revoke {body.name})") from None
         log.info("agent %s joined (credential issued to %s)", body.name, who.name)
         return {"name": body.name, "token": token}
 

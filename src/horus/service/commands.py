@@ -191,6 +191,7 @@ def run_agent(args: argparse.Namespace) -> int:
     from horus.service.server import default_state_dir, read_token
 
     logging.basicConfig(level="INFO", format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per heartbeat
     name = args.name or socket.gethostname().split(".")[0]
     if args.fake_gpus:
         _check_gpu_type(args.gpu_type)
