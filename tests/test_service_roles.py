@@ -125,3 +125,40 @@ def test_bad_token_commands_are_one_line_errors(tmp_path: Path) -> None:
     missing = horus("token", "list", "--state-dir", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no Horus state" in missing.stderr
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_no_path_lets_a_user_touch_or_read_another_users_job(server: Server, tokens: dict[str, str]) -> None:
+    """Every route of the OpenAPI schema, called by alice with bob's job id wherever a path takes one (and with a
+    plausible body): nothing changes bob's job, and no answer carries bob's name, command or secret."""
+    alice, bob, admin = as_(server, tokens["alice"]), as_(server, tokens["bob"]), server.client()
+    secret, marker = "b0b-s3cret-91d", "bob-private-cmd-7"
+    job = bob.post("/v1/jobs", json={"command": ["sleep", "60", marker], "name": "bob-job2", **LIGHT,
+                                     "secret_env": {"BOB_KEY": secret}}).json()
+    wait_for(lambda: admin.get(f"/v1/jobs/{job['id']}").json()["state"] == "running", what="bob's job runs")
+    before = admin.get(f"/v1/jobs/{job['id']}").json()
+    bodies: dict[str, object] = {"/v1/jobs/{job_id}/progress": {"attempt": 1, "iteration": 1e9},
+                                 "/v1/agents": {"name": "vm", "hostname": "h", "gpus": []},
+                                 "/v1/agents/join": {"name": "alice-node"},
+                                 "/v1/agents/{name}/heartbeat": {"reports": [{"job_id": job["id"], "attempt": 1,
+                                                                              "status": "exited", "exit_code": 1}]},
+                                 "/v1/jobs": {"command": ["true"]}}
+    paths = admin.get("/openapi.json").json()["paths"]
+    tried = 0
+    for template, methods in paths.items():
+        url = template.replace("{job_id}", job["id"]).replace("{name}", before["placement"][0]["agent"])
+        for method in methods:
+            body = bodies.get(template)
+            response = alice.request(method.upper(), url, json=body if method == "post" else None,
+                                     content=b"\x00not onnx" if template == "/v1/models" else None)
+            tried += 1
+            assert response.status_code < 500, (method, template, response.text[:200])
+            if "{" in template or template.startswith("/v1/agents"):
+                assert response.status_code in (401, 403, 404, 422), (method, template, response.status_code)
+            for leaked in (secret, marker, "bob-job2"):
+                assert leaked not in response.text, (method, template, leaked)
+    after = admin.get(f"/v1/jobs/{job['id']}").json()
+    assert tried >= 10
+    assert (after["state"], after["attempt"], after["iterations_done"]) == ("running", 1, before["iterations_done"])
+    assert after["env"] == {"BOB_KEY": "(secret)"}
+    assert secret not in bob.get(f"/v1/jobs/{job['id']}").text  # not even its owner reads it back
+    admin.post(f"/v1/jobs/{job['id']}/cancel")
