@@ -436,3 +436,17 @@ def test_jobs_without_a_model_teach_nothing_about_types_and_do_not_fail() -> Non
     tracker.observe(state)
     assert tracker.samples == 0 and tracker.sets == {} and tracker.solo == {} and tracker.log_bias == {}
     assert tracker.job_solo == {("c", "V100"): 2.0}
+
+
+def test_pending_gpus_of_a_larger_cluster_are_dropped_when_the_state_is_rebuilt_smaller() -> None:
+    """The live service rebuilds its state when a machine is lost: GPUs that waited for a rate on the old, larger
+    cluster must not be looked up in the new one (an IndexError failed every scheduling step for a while)."""
+    big = make_state(v100=3, a100=1)
+    put(big, "A1", (3,), 0.0)  # no rate yet: GPU 3 stays pending
+    obs = tracker()
+    obs.observe(big)
+    assert obs._pending == {3}
+    small = make_state(v100=2, a100=0)
+    put(small, "A2", (1,), 2.0)
+    obs.observe(small)
+    assert obs._pending == set() and obs.job_solo[("A2", "v100")] == 2.0

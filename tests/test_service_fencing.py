@@ -155,3 +155,32 @@ def test_frozen_agent_never_lets_two_attempts_run_at_once(tmp_path: Path, freeze
             proc.wait(10)
         server.stop()
         kill_job_processes(tmp_path)
+
+
+def test_a_job_that_finished_while_its_agent_was_away_is_not_run_again(tmp_path: Path) -> None:
+    """The only agent freezes while its job ends; the server loses the agent and requeues the job (nowhere to run
+    it). When the agent comes back and reports the attempt's exit 0, the waiting job is finished, not rerun."""
+    server = Server(tmp_path / "state", "--no-agent", "--lease-s", "2", fake_gpus=0).start()
+    records = tmp_path / "records"
+    records.mkdir()
+    agent = _agent(server, "a1", tmp_path / "a1")
+    try:
+        with server.client() as api:
+            wait_for(lambda: len(api.get("/v1/cluster").json()["gpus"]) == 1, what="the agent")
+            job = api.post("/v1/jobs", json={"command": [sys.executable, "-c", RECORDER, str(records), "1"]}).json()
+            wait_for(lambda: list(records.glob(f"{job['id']}.1.*")), what="attempt 1 to record itself")
+            agent.send_signal(signal.SIGSTOP)
+            wait_for(lambda: api.get(f"/v1/jobs/{job['id']}").json()["state"] == "queued", timeout_s=15,
+                     what="the job to be requeued")
+            agent.send_signal(signal.SIGCONT)
+            done = wait_for(lambda: (j := api.get(f"/v1/jobs/{job['id']}").json())["state"] == "finished" and j,
+                            timeout_s=20, what="the job to finish")
+        assert sorted(_intervals(records, job["id"])) == [1]
+        assert done["attempt"] == 1 and [e["kind"] for e in done["events"]] == ["submitted", "started",
+                                                                                "requeued:lost", "finished"]
+    finally:
+        agent.send_signal(signal.SIGCONT)
+        agent.kill()
+        agent.wait(10)
+        server.stop()
+        kill_job_processes(tmp_path)

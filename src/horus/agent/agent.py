@@ -36,7 +36,7 @@ class NotRegisteredError(LinkError):
 
 class Link(Protocol):
     def register(self, name: str, hostname: str, gpus: list[dict[str, Any]],
-                 wake: Callable[[], None] | None) -> None: ...
+                 wake: Callable[[], None] | None, reports: list[dict[str, Any]]) -> None: ...
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
                   gpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -51,8 +51,8 @@ class DirectLink:
         self.scheduler = scheduler
 
     def register(self, name: str, hostname: str, gpus: list[dict[str, Any]],
-                 wake: Callable[[], None] | None) -> None:
-        self.scheduler.register_agent(name, hostname, gpus, wake=wake)
+                 wake: Callable[[], None] | None, reports: list[dict[str, Any]]) -> None:
+        self.scheduler.register_agent(name, hostname, gpus, wake=wake, reports=reports)
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
                   gpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -87,8 +87,8 @@ class HttpLink:
         return response.json()
 
     def register(self, name: str, hostname: str, gpus: list[dict[str, Any]],
-                 wake: Callable[[], None] | None) -> None:
-        self._post("/v1/agents", {"name": name, "hostname": hostname, "gpus": gpus})
+                 wake: Callable[[], None] | None, reports: list[dict[str, Any]]) -> None:
+        self._post("/v1/agents", {"name": name, "hostname": hostname, "gpus": gpus, "reports": reports})
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
                   gpus: list[dict[str, Any]]) -> dict[str, Any]:
@@ -146,7 +146,7 @@ class Agent:
         """Register if needed, report, and reconcile with the desired state once."""
         try:
             if not self.registered:
-                self.link.register(self.name, self.hostname, self.gpus, self.wakeup.set)
+                self.link.register(self.name, self.hostname, self.gpus, self.wakeup.set, self._reports(time.time()))
                 self.registered = True
                 log.info("agent %s registered %d GPUs", self.name, len(self.gpus))
             now = time.time()

@@ -115,11 +115,13 @@ class ObservedThroughput:
         if (state is not self._state or self._changes is None or len(self._changes) != len(changes)
                 or state.now - self._last_scan >= self.rescan_s):
             changed = np.arange(len(changes))
+            if state is not self._state:  # another cluster (the live service rebuilt it): old indices mean nothing
+                self._pending = set()
             self._state, self._last_scan = state, state.now
         else:
             changed = np.flatnonzero(changes != self._changes)
         self._changes = changes.copy()
-        gpus = set(changed.tolist()) | self._pending
+        gpus = {g for g in set(changed.tolist()) | self._pending if g < len(changes)}
         self._pending = set()
         for g in gpus:
             if not self._observe_gpu(g, state):

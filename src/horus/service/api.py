@@ -231,7 +231,8 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
     def register_agent(body: AgentRegister, who: Identity = Writer) -> dict[str, Any]:
         if not who.may_act_as_agent(body.name):
             raise HTTPException(403, f"this credential cannot register agent {body.name!r}")
-        row = scheduler.register_agent(body.name, body.hostname, [g.model_dump() for g in body.gpus])
+        row = scheduler.register_agent(body.name, body.hostname, [g.model_dump() for g in body.gpus],
+                                       reports=[r.model_dump() for r in body.reports])
         return {"name": row.name, "lease_s": scheduler.lease_s, **scheduler.fencing()}
 
     @app.post("/v1/agents/{name}/heartbeat", tags=["agents"])

@@ -298,7 +298,11 @@ class LiveScheduler:
 
     # ---- agents ----------------------------------------------------------------------------------------------
     def register_agent(self, name: str, hostname: str, gpus: list[dict[str, Any]],
-                       wake: Callable[[], None] | None = None) -> AgentRow:
+                       wake: Callable[[], None] | None = None,
+                       reports: list[dict[str, Any]] | None = None) -> AgentRow:
+        """Register (or re-register) an agent. ``reports``: how its attempts stand, applied before the scheduler can
+        use its GPUs again (an attempt that finished while the agent was away finishes its job, see
+        ``_late_success``)."""
         with self.lock:
             now = self.clock()
             known = self.agents.get(name)
@@ -306,6 +310,8 @@ class LiveScheduler:
             self.agents[name] = AgentInfo(name, row.seq, hostname, gpus, last_seen=now, wake=wake)
             if known is None or known.gpus != gpus:
                 self.rebuild()
+            if reports:
+                self._apply_reports(name, reports, now)
             return row
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
@@ -319,25 +325,49 @@ class LiveScheduler:
             agent.last_seen = now
             for sample in gpu_telemetry or []:
                 agent.telemetry[int(sample["index"])] = {k: float(v) for k, v in sample.items() if k != "index"}
-            progress: list[tuple[int, int, float]] = []
-            for report in reports:
-                key = str(report["job_id"])
-                live = self.live.get(key)
-                if live is None or live.attempt != int(report["attempt"]) or name not in live.agents():
-                    continue  # fenced: an attempt the server has moved past
-                if report.get("iterations") is not None:
-                    run = self.state.running[key]
-                    run.iterations_done = live.start_iteration + float(report["iterations"])
-                    run.observed_rate = float(report.get("rate") or 0.0)
-                    progress.append((live.row.id, live.attempt, run.iterations_done))
-                if report.get("status") == "exited":
-                    self._on_exit(key, live, name, report, now)
+            progress = self._apply_reports(name, reports, now)
             self.ledger.sample(self.state, self.agent_gpus.get(name, {}), agent.telemetry, now)
             self.ledger.sync(self.state, self.gpu_map, now)
             if now - agent.progress_saved >= PROGRESS_SAVE_S:  # telemetry, not a transition: written now and then
                 agent.progress_saved = now
                 self.store.progress(progress)
             return self.desired(name)
+
+    def _apply_reports(self, name: str, reports: list[dict[str, Any]], now: float) -> list[tuple[int, int, float]]:
+        """Apply agent ``name``'s attempt reports; the progress to store ((job id, attempt, iterations done))."""
+        progress: list[tuple[int, int, float]] = []
+        for report in reports:
+            key = str(report["job_id"])
+            live = self.live.get(key)
+            if live is None or live.attempt != int(report["attempt"]) or name not in live.agents():
+                if report.get("status") == "exited" and report.get("exit_code") == 0 and live is None:
+                    self._late_success(key, int(report["attempt"]), name, report, now)
+                continue  # fenced: an attempt the server has moved past
+            if report.get("iterations") is not None:
+                run = self.state.running[key]
+                run.iterations_done = live.start_iteration + float(report["iterations"])
+                run.observed_rate = float(report.get("rate") or 0.0)
+                progress.append((live.row.id, live.attempt, run.iterations_done))
+            if report.get("status") == "exited":
+                self._on_exit(key, live, name, report, now)
+        return progress
+
+    def _late_success(self, key: str, attempt: int, agent: str, report: Mapping[str, Any], now: float) -> None:
+        """An attempt that finished while its agent was cut off, reported after the server requeued the job: if the
+        job still waits (no later attempt started) and that attempt ran on this agent alone, the job is finished
+        instead of run again."""
+        row = self.store.job(int(key))
+        if row is None or row.state != "queued" or row.attempt != attempt or key not in self.state.queue:
+            return
+        started = [e for e in self.store.events(row.id) if e["kind"] == "started" and e["attempt"] == attempt]
+        placement = started[-1].get("placement") if started else None
+        if not placement or any(a != agent for a, _ in placement):
+            return
+        if self.store.end(row.id, attempt, now, "finished", exit_code=0,
+                          detail={"late": "reported after its agent came back", **_log_tail(report)}):
+            self.state.withdraw(key)
+            self.metrics.jct_s.observe(max(0.0, now - row.submitted))
+            log.info("job %s attempt %d finished while agent %s was away: not run again", key, attempt, agent)
 
     def desired(self, name: str) -> list[dict[str, Any]]:
         """The attempts agent ``name`` must run, with everything needed to launch them."""

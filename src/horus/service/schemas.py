@@ -94,6 +94,8 @@ class AgentRegister(_Strict):
     name: str = Field(pattern=NAME_PATTERN)
     hostname: str = Field(min_length=1, max_length=255)
     gpus: list[GPUDescription] = Field(max_length=1024)
+    reports: list[AttemptReport] = Field(default_factory=list, max_length=100_000,
+                                         description="how the agent's attempts stand (after a restart or an outage)")
 
     @model_validator(mode="after")
     def _distinct(self) -> AgentRegister:
@@ -124,6 +126,9 @@ class GPUTelemetry(_Strict):
 
 class AgentJoin(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="the agent's name")
+
+
+AgentRegister.model_rebuild()  # its reports are defined below it
 
 
 class Heartbeat(_Strict):
