@@ -267,7 +267,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             if row is None:
                 row = await models_onnx.analyse_upload(path, name)
         finally:
-            path.unlink(missing_ok=True)
+            models_onnx.discard_upload(path)
 
         def add() -> None:
             with scheduler.lock:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -43,9 +44,17 @@ def upload_folder(state_dir: Path) -> Path:
     """``<state-dir>/uploads``, created, without the leftovers of a server that stopped mid-upload."""
     folder = state_dir / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("*.onnx"):
-        stale.unlink(missing_ok=True)
+    for stale in folder.iterdir():
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     return folder
+
+
+def discard_upload(path: Path) -> None:
+    """Remove an upload's file and its folder."""
+    shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def _write(fh: BinaryIO, digest: Any, data: bytes) -> None:
@@ -54,12 +63,13 @@ def _write(fh: BinaryIO, digest: Any, data: bytes) -> None:
 
 
 async def receive_upload(chunks: AsyncIterator[bytes], folder: Path, limit: int = MAX_ONNX_BYTES) -> tuple[Path, str]:
-    """Stream an upload into a new file in ``folder`` (written and hashed in a worker thread, a few MiB at a
-    time); (its path, its model name). The caller deletes the file. ``UploadTooLarge`` past ``limit`` bytes."""
+    """Stream an upload into a new file, alone in a new folder under ``folder`` (nothing beside it for the graph
+    to reference as external data), written and hashed in a worker thread a few MiB at a time; (its path, its
+    model name). The caller removes it (``discard_upload``). ``UploadTooLarge`` past ``limit`` bytes."""
     import anyio
 
-    fd, name = tempfile.mkstemp(dir=folder, suffix=".onnx")
-    path = Path(name)
+    path = Path(tempfile.mkdtemp(dir=folder, prefix="upload-")) / "model.onnx"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     digest = hashlib.sha256()
     size = 0
     pending: list[bytes] = []
@@ -77,10 +87,10 @@ async def receive_upload(chunks: AsyncIterator[bytes], folder: Path, limit: int 
                     pending, buffered = [], 0
             await anyio.to_thread.run_sync(_write, fh, digest, b"".join(pending))
     except BaseException:
-        path.unlink(missing_ok=True)
+        discard_upload(path)
         raise
     if size == 0:
-        path.unlink(missing_ok=True)
+        discard_upload(path)
         raise HorusInputError(SOURCE, "empty upload")
     return path, f"onnx-{digest.hexdigest()[:16]}"
 
