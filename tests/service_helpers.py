@@ -120,3 +120,27 @@ def kill_job_processes(state_dir: Path) -> None:
 def job_states(client: httpx.Client) -> dict[str, str]:
     jobs = client.get("/v1/jobs", params={"limit": 100000}).json()["jobs"]
     return {j["id"]: j["state"] for j in jobs}
+
+
+def write_onnx_model(path: Path, mib: float) -> Path:
+    """A valid ONNX graph of about ``mib`` MiB (one MatMul against a float initializer), for upload tests."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    cols = max(1, int(mib * 2**20 / (4 * 1024)))
+    weight = numpy_helper.from_array(np.zeros((1024, cols), dtype=np.float32), name="W")
+    graph = helper.make_graph([helper.make_node("MatMul", ["X", "W"], ["Y"])], "big",
+                              [helper.make_tensor_value_info("X", TensorProto.FLOAT, [8, 1024])],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [8, cols])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    del weight
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def rss_mib(pid: int) -> float:
+    """Resident set size of process ``pid`` in MiB (``/proc/PID/status``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")

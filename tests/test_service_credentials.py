@@ -146,3 +146,19 @@ def test_run_as_keeps_the_servers_secrets_from_jobs(tmp_path: Path) -> None:
         shutil.rmtree(base, ignore_errors=True)
     refused = _horus("serve", "--state-dir", str(tmp_path / "s2"), "--run-as", "root", "--fake-gpus", "1")
     assert refused.returncode == 2 and "--run-as" in refused.stderr
+
+
+def test_open_reads_show_jobs_without_their_environment_and_take_no_writes(tmp_path: Path) -> None:
+    server = Server(tmp_path / "state", "--open-reads", fake_gpus=1).start()
+    try:
+        with server.client() as admin, server.client(token=None) as anyone:
+            job = admin.post("/v1/jobs", json={"command": ["true"], "env": {"API_URL": "https://internal-9f"}}).json()
+            assert admin.get(f"/v1/jobs/{job['id']}").json()["env"] == {"API_URL": "https://internal-9f"}
+            seen = anyone.get(f"/v1/jobs/{job['id']}")
+            assert seen.status_code == 200 and seen.json()["env"] == {"API_URL": "(hidden)"}
+            assert "internal-9f" not in anyone.get("/v1/jobs").text
+            assert anyone.post("/v1/jobs", json={"command": ["true"]}).status_code == 401
+            assert anyone.post(f"/v1/jobs/{job['id']}/cancel").status_code == 401
+    finally:
+        server.stop()
+        kill_job_processes(tmp_path)

@@ -132,7 +132,7 @@ def test_no_path_lets_a_user_touch_or_read_another_users_job(server: Server, tok
     plausible body): nothing changes bob's job, and no answer carries bob's name, command or secret."""
     alice, bob, admin = as_(server, tokens["alice"]), as_(server, tokens["bob"]), server.client()
     secret, marker = "b0b-s3cret-91d", "bob-private-cmd-7"
-    job = bob.post("/v1/jobs", json={"command": ["sleep", "60", marker], "name": "bob-job2", **LIGHT,
+    job = bob.post("/v1/jobs", json={"command": ["sh", "-c", "sleep 60", marker], "name": "bob-job2", **LIGHT,
                                      "secret_env": {"BOB_KEY": secret}}).json()
     wait_for(lambda: admin.get(f"/v1/jobs/{job['id']}").json()["state"] == "running", what="bob's job runs")
     before = admin.get(f"/v1/jobs/{job['id']}").json()

@@ -21,9 +21,13 @@ def credential(server_url: str, join_token: str, name: str, workdir: Path, timeo
     """This agent's token: read from ``workdir``, or obtained with the join token and written there."""
     path = Path(workdir) / CREDENTIAL_FILE
     if path.exists():
-        from horus.service.server import read_token
-
-        return read_token(path)
+        try:
+            token = path.read_text().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise HorusInputError(str(path), f"cannot read this agent's credential ({exc})") from None
+        if len(token) < 16:
+            raise HorusInputError(str(path), "not a credential (shorter than 16 characters): remove it to join again")
+        return token
     import httpx
 
     try:

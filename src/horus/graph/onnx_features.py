@@ -143,10 +143,15 @@ def onnx_model_info(data: bytes, name: str, source: str) -> tuple[ModelInfo, int
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "model.onnx"
         path.write_bytes(data)
-        try:
-            feats = extract_onnx_features(path)
-        except HorusInputError as exc:
-            raise HorusInputError(source, exc.message) from None
+        return onnx_file_info(path, name, source)
+
+
+def onnx_file_info(path: Path, name: str, source: str) -> tuple[ModelInfo, int]:
+    """``onnx_model_info`` of a file already on disk (a large upload is never held in memory twice)."""
+    try:
+        feats = extract_onnx_features(path)
+    except HorusInputError as exc:
+        raise HorusInputError(source, exc.message) from None
     batch = max(int(feats["batch_size"]), 1)
     if feats["forward_flops"] <= 0:
         raise HorusInputError(source, "no FLOPs found in the graph (export it with static input shapes)")

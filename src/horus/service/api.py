@@ -6,25 +6,33 @@ when the server runs with open reads. Who may do what (``horus.service.auth``): 
 a user submits and sees, reads and cancels its own jobs only (another user's job is a 404, and on
 the cluster map another user's job is shown without id or name); an agent registers and heartbeats
 only as itself. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
+A write is authenticated before its body is read, and bodies are limited while they stream
+(``horus.service.limits``); a store that cannot write makes 503s and a ``degraded`` ``/healthz``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import sqlite3
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from horus import __version__
 from horus.errors import HorusInputError, UnknownAgentError
+from horus.service import models_onnx
 from horus.service.auth import OPEN_READER, SESSION_COOKIE, Authenticator, Identity, Sessions, create_token
-from horus.service.models_onnx import MAX_ONNX_BYTES, catalog_row_from_onnx, register_catalog_row
+from horus.service.limits import RequestGate
+from horus.service.listing import job_listing
 from horus.service.scheduler import LiveScheduler
 from horus.service.schemas import AgentJoin, AgentRegister, Heartbeat, JobProgress, JobSubmit, job_view
-from horus.service.store import JOB_STATES, NewJob
+from horus.service.store import JOB_STATES, NewJob, StoreUnavailable, is_store_failure, one_line
 
 log = logging.getLogger("horus.service")
 
@@ -32,6 +40,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024  # every request but model uploads
 BRIEF_FIELDS = ("id", "name", "owner", "state", "model", "num_gpus", "placement", "submitted", "queued_since",
                 "started", "ended", "iterations", "iterations_done", "observed_rate", "reason", "waiting")
 JobId = Annotated[int, Path(ge=1, le=2**62, description="job id")]
+PROGRESS_PATH = re.compile(r"/v1/jobs/[^/]+/progress")
 
 
 def _error_item(error: Any) -> dict[str, Any]:
@@ -90,13 +99,22 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             raise HTTPException(404, f"no job {job_id}")
         return row
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Any) -> Response:
-        limit = MAX_ONNX_BYTES if request.url.path == "/v1/models" else MAX_BODY_BYTES
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            return JSONResponse({"detail": f"request body larger than {limit} bytes"}, status_code=413)
-        return await call_next(request)
+    async def admit(request: Request) -> None:
+        """An API write is authenticated from its headers before its body is read (401/403 however large the
+        body); the route's dependency checks again. A job's progress carries a job token, checked with its body."""
+        path = request.scope["path"]
+        if request.method in ("GET", "HEAD", "OPTIONS") or not path.startswith("/v1/"):
+            return
+        authorization = request.headers.get("authorization")
+        if PROGRESS_PATH.fullmatch(path):
+            if not authorization:
+                raise HTTPException(401, "needs 'Authorization: Bearer <job token>'",
+                                    headers={"WWW-Authenticate": "Bearer"})
+            return
+        await run_in_threadpool(identify, request, authorization, reading=False)  # may read the store
+
+    app.add_middleware(RequestGate, admit=admit,
+                       limit_for=lambda path: models_onnx.MAX_ONNX_BYTES if path == "/v1/models" else MAX_BODY_BYTES)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -108,9 +126,27 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         return JSONResponse({"detail": [{"loc": ["body", exc.source], "msg": exc.message, "type": "value_error"}]},
                             status_code=422)
 
+    @app.exception_handler(StoreUnavailable)
+    async def store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+
+    @app.exception_handler(sqlite3.DatabaseError)
+    async def store_failed(request: Request, exc: sqlite3.DatabaseError) -> JSONResponse:
+        """A read the store could not make (I/O error, corrupt page): 503 with one line; a constraint or
+        programming error is a bug (500)."""
+        if not is_store_failure(exc):
+            raise exc
+        return JSONResponse({"detail": f"the store failed ({one_line(exc)})"}, status_code=503,
+                            headers={"Retry-After": "5"})
+
     @app.get("/healthz", tags=["service"])
-    def healthz() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__}
+    def healthz() -> JSONResponse:
+        """``ok``, or ``degraded`` (503) while the store cannot write (disk full, read-only, I/O error)."""
+        problem = scheduler.store.write_error
+        if problem is None:
+            return JSONResponse({"status": "ok", "version": __version__})
+        return JSONResponse({"status": "degraded", "version": __version__, "store": f"cannot write: {problem}"},
+                            status_code=503)
 
     @app.get("/metrics", tags=["service"], response_class=PlainTextResponse)
     def metrics(who: Identity = Reader) -> Response:
@@ -139,27 +175,37 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
     def list_jobs(who: Identity = Reader, state: Annotated[list[str] | None, Query()] = None,
                   limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
                   brief: Annotated[bool, Query(description="only the fields a listing shows (no command, "
-                                                           "env, events)")] = False) -> Response:
-        """Jobs the caller may see (a user: its own), newest first, optionally only in the given states."""
+                                                           "env, events)")] = False,
+                  before: Annotated[int | None, Query(ge=1, le=2**62, description="only jobs with smaller ids: "
+                                                     "the previous page's `next`")] = None) -> Response:
+        """Jobs the caller may see (a user: its own), newest first, optionally only in the given states. At most
+        8 MiB of jobs per response: ``truncated`` says that budget cut the page short of ``limit``, ``next`` is the
+        ``before`` of the next page (null: no more)."""
         need(who, "admin", "user")
         for s in state or []:
             if s not in JOB_STATES:
                 raise HTTPException(422, f"state: expected one of {', '.join(JOB_STATES)}, got {s[:40]!r}")
         owner = None if who.is_admin else who.name
-        rows = scheduler.store.jobs(states=state, limit=limit, newest_first=True, owner=owner)
-        views = [job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None,
-                          waiting=scheduler.wait_reason(r.job_id) if r.state == "queued" else None) for r in rows]
-        if brief:
-            views = [{k: v[k] for k in BRIEF_FIELDS if k in v} for v in views]
-        # plain JSON of plain values: skip FastAPI's per-field encoder (5,000 jobs: ~0.4 s -> much less)
-        return JSONResponse({"jobs": views, "counts": scheduler.store.counts(owner=owner)})
+
+        def view(r: Any) -> dict[str, Any]:
+            v = job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None,
+                         waiting=scheduler.wait_reason(r.job_id) if r.state == "queued" else None,
+                         hide_env=who is OPEN_READER)
+            return {k: v[k] for k in BRIEF_FIELDS if k in v} if brief else v
+
+        # plain JSON of plain values, one job at a time: no FastAPI per-field encoder, and bounded in bytes
+        body = job_listing(lambda below, n: scheduler.store.jobs(states=state, limit=n, newest_first=True,
+                                                                 owner=owner, before=below),
+                           view, limit=limit, before=before, counts=scheduler.store.counts(owner=owner))
+        return Response(body, media_type="application/json")
 
     @app.get("/v1/jobs/{job_id}", tags=["jobs"])
     def get_job(job_id: JobId, who: Identity = Reader) -> dict[str, Any]:
         need(who, "admin", "user")
         row = own_job(who, job_id)
         view = job_view(row, prediction=scheduler.prediction(row), telemetry=scheduler.telemetry(row.job_id),
-                        events=scheduler.store.events(job_id), waiting=scheduler.wait_reason(row.job_id))
+                        events=scheduler.store.events(job_id), waiting=scheduler.wait_reason(row.job_id),
+                        hide_env=who is OPEN_READER)
         view["history"] = scheduler.history(row.job_id)
         return view
 
@@ -202,15 +248,35 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
     def whoami(who: Identity = Reader) -> dict[str, Any]:
         return {"name": who.name, "role": who.role}
 
+    uploads = models_onnx.upload_folder(scheduler.store.path.parent)
+
     @app.post("/v1/models", tags=["models"], status_code=201)
     async def upload_model(request: Request, who: Identity = Writer) -> dict[str, Any]:
-        """Upload an ONNX graph (request body); submit jobs with the returned model name."""
+        """Upload an ONNX graph (request body, at most 512 MiB); submit jobs with the returned model name. The
+        body streams to a file and a separate process parses it: the API and the agents' heartbeats go on."""
         need(who, "admin", "user")
-        data = await request.body()
-        name, row = catalog_row_from_onnx(data)
-        with scheduler.lock:
-            register_catalog_row(name, row)
-            scheduler.store.add_model(name, row, scheduler.clock())
+        try:
+            path, name = await models_onnx.receive_upload(request.stream(), uploads)
+        except ClientDisconnect:
+            raise HTTPException(400, "the client went away during the upload") from None
+        except models_onnx.UploadTooLarge:
+            raise HTTPException(413, f"request body larger than {models_onnx.MAX_ONNX_BYTES} bytes",
+                                headers={"Connection": "close"}) from None
+        except OSError as exc:
+            raise HTTPException(503, f"cannot store the upload ({exc.strerror})") from None
+        try:
+            row = (await run_in_threadpool(scheduler.store.models)).get(name)  # the same file again: known
+            if row is None:
+                row = await models_onnx.analyse_upload(path, name)
+        finally:
+            models_onnx.discard_upload(path)
+
+        def add() -> None:
+            with scheduler.lock:
+                models_onnx.register_catalog_row(name, row)
+                scheduler.store.add_model(name, row, scheduler.clock())
+
+        await run_in_threadpool(add)  # the scheduler's lock only for the registration, never on the event loop
         return {"model": name, "batch_size": row["batch_size"], "params": row["params"]}
 
     @app.post("/v1/agents/join", tags=["agents"])

@@ -47,11 +47,21 @@ class Client:
     def submit(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.request("POST", "/v1/jobs", json=body)
 
-    def jobs(self, states: list[str] | None = None, limit: int = 1000) -> dict[str, Any]:
+    def jobs(self, states: list[str] | None = None, limit: int = 1000, before: int | None = None) -> dict[str, Any]:
+        """Up to ``limit`` jobs, newest first (older than job ``before``), following the pages the server cut at
+        its byte budget; ``next`` (the last page's) is the ``before`` of more jobs, if any."""
         params: dict[str, Any] = {"limit": limit}
         if states:
             params["state"] = states
-        return self.request("GET", "/v1/jobs", params=params)
+        if before is not None:
+            params["before"] = before
+        page = self.request("GET", "/v1/jobs", params=params)
+        jobs = list(page["jobs"])
+        while page.get("truncated") and page.get("next") and len(jobs) < limit:
+            more = {**params, "limit": limit - len(jobs), "before": page["next"]}
+            page = self.request("GET", "/v1/jobs", params=more)
+            jobs += page["jobs"]
+        return {**page, "jobs": jobs}
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self.request("GET", f"/v1/jobs/{job_id}")

@@ -20,7 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _submit(subparsers)
     _client_parser(subparsers, "jobs", "list jobs (newest first)", run_jobs,
                    lambda p: (p.add_argument("--state", action="append", help="only jobs in this state (repeatable)"),
-                              p.add_argument("--limit", type=int, default=50, help="at most N jobs (default 50)")))
+                              p.add_argument("--limit", type=int, default=50, help="at most N jobs (default 50)"),
+                              p.add_argument("--before", type=int, metavar="ID", help="only jobs older than job ID "
+                                             "(the next page)")))
     _client_parser(subparsers, "job", "show one job with its placement and events", run_job,
                    lambda p: p.add_argument("job_id", help="job id"))
     _client_parser(subparsers, "cancel", "cancel a queued or running job", run_cancel,
@@ -267,13 +269,20 @@ def run_submit(args: argparse.Namespace) -> int:
 def run_jobs(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise HorusInputError("--limit", "expected a positive integer")
-    data = _client(args).jobs(args.state, args.limit)
+    if args.before is not None and args.before < 1:
+        raise HorusInputError("--before", "expected a positive job id")
+    data = _client(args).jobs(args.state, args.limit, before=args.before)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
     from rich.console import Console
 
-    Console().print(_jobs_table(data["jobs"], data.get("counts", {})))
+    console = Console()
+    console.print(_jobs_table(data["jobs"], data.get("counts", {})))
+    if data.get("next"):
+        states = "".join(f" --state {s}" for s in args.state or [])
+        console.print(f"more: horus jobs{states} --limit {args.limit} --before {data['next']}", markup=False,
+                      highlight=False)
     return 0
 
 

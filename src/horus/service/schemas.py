@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 MAX_ARG_CHARS = 32 * 1024
+MAX_COMMAND_CHARS = 256 * 1024  # all arguments together (Linux allows 2 MiB of arguments and environment)
+MAX_ENV_CHARS = 256 * 1024  # all names and values together
 MAX_LOG_TAIL_CHARS = 16 * 1024  # agents send at most 4 KiB of log; the server keeps at most this much
 
 
@@ -48,6 +50,8 @@ class JobSubmit(_Strict):
             raise ValueError("the program (first element) must not be empty")
         if any(len(a) > MAX_ARG_CHARS or "\x00" in a for a in value):
             raise ValueError(f"arguments must be at most {MAX_ARG_CHARS} characters without NUL bytes")
+        if sum(map(len, value)) > MAX_COMMAND_CHARS:
+            raise ValueError(f"the arguments together must be at most {MAX_COMMAND_CHARS} characters")
         return value
 
     @field_validator("env", "secret_env")
@@ -62,6 +66,8 @@ class JobSubmit(_Strict):
                 raise ValueError(f"{key} is set by Horus")
             if len(val) > MAX_ARG_CHARS or "\x00" in val:
                 raise ValueError(f"value of {key} must be at most {MAX_ARG_CHARS} characters without NUL bytes")
+        if sum(len(k) + len(v) for k, v in value.items()) > MAX_ENV_CHARS:
+            raise ValueError(f"names and values together must be at most {MAX_ENV_CHARS} characters")
         return value
 
     @field_validator("iterations", "gpu_fraction")
@@ -153,7 +159,8 @@ def redacted_env(row: Any) -> dict[str, str]:
 
 def job_view(row: Any, *, prediction: dict[str, float] | None = None,
              telemetry: tuple[float, float] | None = None,
-             events: list[dict[str, Any]] | None = None, waiting: dict[str, object] | None = None) -> dict[str, Any]:
+             events: list[dict[str, Any]] | None = None, waiting: dict[str, object] | None = None,
+             hide_env: bool = False) -> dict[str, Any]:
     """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one,
     ``waiting`` (why it waits: code, message, retryable) of a queued one. With ``events``, ``log_tail`` and
     ``log_tail_attempt`` are the end of the log of the last attempt that exited (taken out of the events)."""
@@ -169,6 +176,8 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None,
         "oom_failures": row.oom_failures, "preemptions": row.preemptions, "lost_runs": row.lost_runs,
         "exit_code": row.exit_code, "reason": row.reason,
     }
+    if hide_env:  # anonymous readers (--open-reads) see the names, never the values
+        view["env"] = dict.fromkeys(row.env, "(hidden)")
     if prediction is not None:
         view["predicted"] = prediction
     if telemetry is not None:

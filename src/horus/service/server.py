@@ -146,11 +146,32 @@ def serve(config: ServeConfig) -> int:
 
 
 def _scheduling_loop(scheduler: LiveScheduler, stop: threading.Event) -> None:
+    from horus.service.store import StoreUnavailable
+
+    seen_failures = 0
     while not stop.is_set():
         scheduler.wake_scheduler.wait(scheduler.tick_s())
         scheduler.wake_scheduler.clear()
         try:
+            if not _store_writable(scheduler, seen_failures):
+                stop.wait(1.0)
+                continue
+            seen_failures = scheduler.store.write_failures
             scheduler.step()
+        except StoreUnavailable as exc:  # one line: /healthz says "degraded" until the store writes again
+            log.warning("scheduling step: %s", exc)
         except Exception:  # noqa: BLE001 - a policy bug must be seen, and must not stop the service
             log.exception("scheduling step failed")
             stop.wait(1.0)
+
+
+def _store_writable(scheduler: LiveScheduler, seen_failures: int) -> bool:
+    """False while the store cannot write (a probe a second). After writes failed, the in-memory view may be
+    ahead of the store (a step or heartbeat cut short): it is rebuilt from the store once writes work again."""
+    store = scheduler.store
+    if store.write_error is not None and not store.probe():
+        return False
+    if store.write_failures != seen_failures:
+        log.warning("the store writes again: scheduler state rebuilt from it")
+        scheduler.rebuild()
+    return True

@@ -18,8 +18,11 @@ next start).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -133,8 +136,49 @@ def _v3_join_and_secrets(db: sqlite3.Connection) -> None:
 _MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 
 
+def _create(path: Path) -> None:
+    """A new, empty store at ``path``, made in a temporary file and renamed into place (atomic: a crash leaves
+    either no ``horus.db`` or a complete one, never an empty file)."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".new")
+    os.close(fd)
+    try:
+        db = sqlite3.connect(name, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+            db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        finally:
+            db.close()  # the last connection: the WAL is checkpointed into the file and removed
+        with open(name, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(name, path)
+    finally:
+        for leftover in (name, f"{name}-wal", f"{name}-shm"):
+            Path(leftover).unlink(missing_ok=True)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 class StoreError(RuntimeError):
-    """The state file cannot be used (wrong schema version, not a Horus store)."""
+    """The state file cannot be used (wrong schema version, not a Horus store, corrupt, empty)."""
+
+
+class StoreUnavailable(StoreError):
+    """A write could not be made (disk full, read-only file, I/O error, locked): nothing of it was stored."""
+
+
+def is_store_failure(exc: sqlite3.Error) -> bool:
+    """Is this the store failing (disk full, read-only, I/O error, locked, corrupt) rather than a bug or a
+    constraint (``IntegrityError``, ``ProgrammingError``)?"""
+    return isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error's message (at most 200 characters)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
 @dataclass
@@ -222,18 +266,39 @@ class NewJob:
 
 
 class Store:
-    """Thread-safe access to one state file. Every public write is one transaction."""
+    """Thread-safe access to one state file. Every public write is one transaction.
+
+    Opening refuses, with one line naming the file, a file that is not a Horus store, is corrupt
+    (``PRAGMA quick_check``) or is empty (a new store is written to a temporary file and renamed into
+    place, so a crash while creating one leaves no empty ``horus.db``). A write the store cannot make
+    (disk full, read-only, I/O error) raises ``StoreUnavailable`` with nothing of it stored, and
+    ``write_error`` says why until a write succeeds again (``probe`` tries one)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        self.write_error: str | None = None  # why the last write failed; None once one succeeds
+        self.write_failures = 0  # writes that failed since the store was opened
+        try:
+            if not self.path.exists():
+                _create(self.path)
+            elif self.path.stat().st_size == 0:
+                raise StoreError(f"{self.path}: empty file (0 bytes), not a Horus store; if it holds nothing "
+                                 "(a copy or a disk that failed), delete it and a new store is created on start")
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot open the state file ({exc.strerror})") from None
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the state file ({one_line(exc)})") from None
         self._db.row_factory = sqlite3.Row
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute("PRAGMA foreign_keys=ON")
+            problems = [r[0] for r in self._db.execute("PRAGMA quick_check").fetchall()]
+            if problems != ["ok"]:
+                raise StoreError(self._corrupt(f"quick_check: {problems[0][:150]}"))
             self._db.executescript(_SCHEMA)  # idempotent (IF NOT EXISTS)
             with self.transaction() as db:
                 found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -248,9 +313,21 @@ class Store:
                                      f"{SCHEMA_VERSION}")
                 else:
                     db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        except StoreUnavailable as exc:
+            self._db.close()
+            raise StoreError(f"{self.path}: {exc}") from None
+        except StoreError:
+            self._db.close()
+            raise
         except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise StoreError(f"{self.path}: not a usable Horus state file ({exc})") from None
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CORRUPT or "malformed" in str(exc):
+                raise StoreError(self._corrupt(one_line(exc))) from None
+            raise StoreError(f"{self.path}: not a usable Horus state file ({one_line(exc)})") from None
+
+    def _corrupt(self, why: str) -> str:
+        return (f"{self.path}: the store is corrupt ({why}); restore it from a backup, or move it away to start "
+                "with an empty store")
 
     def close(self) -> None:
         with self._lock:
@@ -258,15 +335,35 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any exception)."""
+        """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any exception). The store failing (disk full,
+        read-only, I/O error) raises ``StoreUnavailable``: nothing of the transaction is stored."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._db
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:  # SQLite may have rolled back itself (disk full, I/O error)
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                if not is_store_failure(exc):
+                    raise
+                self.write_error = one_line(exc)
+                self.write_failures += 1
+                raise StoreUnavailable(f"the store cannot write ({self.write_error}): nothing was changed") \
+                    from None
+            self.write_error = None
+
+    def probe(self) -> bool:
+        """Can the store write? (one small transaction; clears ``write_error`` when it can)."""
+        try:
+            with self.transaction() as db:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('write_probe', ?)", (str(time.time()),))
+        except StoreUnavailable:
+            return False
+        return True
 
     # ---- reads -----------------------------------------------------------------------------------
     def job(self, job_id: int) -> JobRow | None:
@@ -275,11 +372,14 @@ class Store:
         return JobRow.from_row(row) if row else None
 
     def jobs(self, states: Sequence[str] | None = None, limit: int | None = None,
-             newest_first: bool = False, owner: str | None = None) -> list[JobRow]:
-        """Jobs (only ``owner``'s when given), optionally only in ``states``."""
+             newest_first: bool = False, owner: str | None = None, before: int | None = None) -> list[JobRow]:
+        """Jobs (only ``owner``'s when given), optionally only in ``states``, only with ids below ``before``."""
         sql = "SELECT * FROM jobs"
         where: list[str] = []
         args: list[Any] = []
+        if before is not None:
+            where.append("id < ?")
+            args.append(int(before))
         if states:
             where.append(f"state IN ({','.join('?' * len(states))})")
             args += list(states)

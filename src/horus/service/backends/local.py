@@ -37,11 +37,33 @@ class LocalBackend:
     def start(self, scheduler: LiveScheduler, config: ServeConfig, stop: threading.Event) -> None:
         if not config.local_agent:
             return
-        from horus.agent.agent import Agent, DirectLink, start_thread
+        from horus.agent.agent import Agent, start_thread
 
-        agent = Agent(self.name, self.gpus, config.state_dir / "agent" / self.name, DirectLink(scheduler),
+        agent = Agent(self.name, self.gpus, config.state_dir / "agent" / self.name, _store_safe_link(scheduler),
                       heartbeat_s=config.heartbeat_s, grace_s=config.grace_s, mps=config.mps, run_as=config.run_as)
         start_thread(agent, stop)
 
     def close(self) -> None:
         pass
+
+
+def _store_safe_link(scheduler: LiveScheduler) -> Any:
+    """The in-process agent's ``DirectLink``, where a store that cannot write is an outage of the server (the
+    agent keeps its jobs and retries) as it is for a remote agent (a 503), not an error that ends its thread."""
+    from horus.agent.agent import DirectLink, LinkError
+    from horus.service.store import StoreUnavailable
+
+    class StoreSafeLink(DirectLink):
+        def register(self, *args: Any, **kwargs: Any) -> None:
+            try:
+                super().register(*args, **kwargs)
+            except StoreUnavailable as exc:
+                raise LinkError(str(exc)) from None
+
+        def heartbeat(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            try:
+                return super().heartbeat(*args, **kwargs)
+            except StoreUnavailable as exc:
+                raise LinkError(str(exc)) from None
+
+    return StoreSafeLink(scheduler)

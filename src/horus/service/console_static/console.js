@@ -86,6 +86,17 @@
     return r.json();
   }
 
+  // a listing the server cut at its byte budget ("truncated") continues below job "next"
+  async function jobs(query, limit) {
+    let page = await api("/v1/jobs?" + query + "&limit=" + limit);
+    let all = page.jobs;
+    while (page.truncated && page.next && all.length < limit) {
+      page = await api("/v1/jobs?" + query + "&limit=" + (limit - all.length) + "&before=" + page.next);
+      all = all.concat(page.jobs);
+    }
+    return { jobs: all, counts: page.counts };
+  }
+
   // ---- pages ----
   async function cluster() {
     const c = await api("/v1/cluster");
@@ -142,8 +153,8 @@
 
   async function queue() {
     const [live, done] = await Promise.all([
-      api("/v1/jobs?state=queued&state=running&limit=100000&brief=true"),
-      api("/v1/jobs?state=finished&state=failed&state=cancelled&limit=200&brief=true")]);
+      jobs("state=queued&state=running&brief=true", 100000),
+      jobs("state=finished&state=failed&state=cancelled&brief=true", 200)]);
     const waiting = live.jobs.filter((j) => j.state === "queued").sort((a, b) => a.queued_since - b.queued_since || a.id - b.id);
     const running = live.jobs.filter((j) => j.state === "running").sort((a, b) => a.id - b.id);
     const now = Date.now() / 1000;
