@@ -208,3 +208,25 @@ def log_errors(log_text: str) -> dict[str, dict[str, int]]:
         elif EXCEPTION_LINE.match(line):
             exceptions[line[:200]] += 1
     return {"errors": dict(errors), "exceptions": dict(exceptions)}
+
+
+def events_out_of_order(events: Mapping[int, list[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Jobs whose event history is not a possible one: times going backwards, or an attempt's ``started`` before
+    the ``requeued:*`` that ended the previous attempt (the audit once saw ``requeued:lost`` stamped after the next
+    attempt's start)."""
+    bad = []
+    for job_id, evs in sorted(events.items()):
+        times = [float(e["time"]) for e in evs]
+        if any(b < a for a, b in zip(times, times[1:])):
+            bad.append({"job": job_id, "why": "times go backwards", "kinds": [e["kind"] for e in evs]})
+            continue
+        ended: set[int] = set()
+        for e in evs:
+            attempt = int(e.get("attempt") or 0)
+            if e["kind"] == "started" and attempt > 1 and attempt - 1 not in ended:
+                bad.append({"job": job_id, "why": f"attempt {attempt} started before attempt {attempt - 1} ended",
+                            "kinds": [x["kind"] for x in evs]})
+                break
+            if e["kind"].startswith("requeued:") or e["kind"] in ("finished", "failed", "cancelled"):
+                ended.add(attempt)
+    return bad

@@ -797,6 +797,7 @@ def analyze(c: Campaign, jobs: list[dict[str, Any]], events: dict[int, list[dict
                  "finished_without_records": sorted(i for i in acked_ids if finished.get(i) and str(i) not in by_job),
                  "processes_recorded": sum(len(v) for v in by_job.values()),
                  "event_kinds": dict(sorted(event_kinds.items()))},
+        "events_out_of_order": fa.events_out_of_order(events),
         "server_log": fa.log_errors(log_text),
         "agent_logs": fa.log_errors("\n".join(a.log.read_text(errors="replace") for a in c.agents if a.log.exists())),
         "errors": j.errors[:50],

@@ -187,3 +187,16 @@ def _cmdline(pid: str) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_event_histories_that_cannot_happen_are_reported() -> None:
+    def ev(t: float, kind: str, attempt: int) -> dict[str, object]:
+        return {"time": t, "kind": kind, "attempt": attempt}
+
+    good = [ev(0, "submitted", 0), ev(1, "started", 1), ev(2, "requeued:lost", 1), ev(3, "started", 2),
+            ev(4, "finished", 2)]
+    late_requeue = [ev(0, "submitted", 0), ev(1, "started", 1), ev(3, "started", 2), ev(3, "requeued:lost", 1)]
+    backwards = [ev(0, "submitted", 0), ev(2, "started", 1), ev(1, "finished", 1)]
+    bad = fa.events_out_of_order({1: good, 2: late_requeue, 3: backwards})
+    assert [(b["job"], b["why"]) for b in bad] == [(2, "attempt 2 started before attempt 1 ended"),
+                                                   (3, "times go backwards")]
