@@ -69,6 +69,7 @@ class StubAPIServer:
         self.lock = threading.Lock()
         self.delay_s = delay_s
         self.fail_bind: set[str] = set()
+        self.fail_status = 0  # when set, every request is answered with this HTTP status (an API server in trouble)
         self._rv = 100
         stub = self
 
@@ -121,6 +122,8 @@ class StubAPIServer:
               content_type: str) -> tuple[int, Any]:
         parts = path.strip("/").split("/")
         with self.lock:
+            if self.fail_status:
+                return self._status(self.fail_status, "InternalError", "injected failure")
             if method == "GET" and path == "/api/v1/nodes":
                 return 200, {"kind": "NodeList", "apiVersion": "v1", "metadata": {},
                              "items": list(self.nodes.values())}
@@ -182,14 +185,16 @@ class StubAPIServer:
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Run ``app`` on uvicorn in a thread on a free 127.0.0.1 port; yields its base URL."""
+def serve(app: Any, **config: Any) -> Iterator[str]:
+    """Run ``app`` on uvicorn in a thread on a free 127.0.0.1 port; yields its base URL. ``config``: more
+    ``uvicorn.Config`` arguments (TLS files, the HTTP protocol class); the URL is then https."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     # loop="asyncio": the same event loop in tests whether or not uvloop is installed
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", loop="asyncio"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", loop="asyncio",
+                                           **config))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -198,7 +203,7 @@ def serve(app: Any) -> Iterator[str]:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if config.get('ssl_certfile') else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)

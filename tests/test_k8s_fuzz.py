@@ -1,7 +1,8 @@
 """Malformed and unknown payloads: every verb answers (200 or 400 with an ``Error``), never 500, never dies.
 
-Bounded hypothesis fuzz over real HTTP: arbitrary JSON, and valid kube-scheduler messages with one field
-replaced by arbitrary JSON (the likelier mistakes: wrong types where objects, names or quantities go).
+Bounded hypothesis fuzz over real HTTP: arbitrary JSON (non-finite numbers included), and valid kube-scheduler
+messages with one field replaced by arbitrary JSON (the likelier mistakes: wrong types where objects, names or
+quantities go).
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ KEYS = ["Pod", "Nodes", "NodeNames", "PodName", "PodNamespace", "PodUID", "Node"
         "name", "namespace", "uid", "annotations", "labels", "containers", "resources", "limits", "requests",
         "items", "nodeName", "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores", "horus.io/model",
         "horus.io/batch-size", "horus.io/gpu-type", "horus.io/gpu-ids", "horus.io/onnx-configmap"]
-SCALARS = st.none() | st.booleans() | st.integers(-2**63, 2**63) | st.floats(allow_nan=False) | st.text(max_size=12) \
-    | st.sampled_from(["1", "0", "-1", "1.5", "64", "resnet50", "V100", "n1", "Infinity", ""])
+# floats include NaN and +-Infinity (json.dumps writes them as bare NaN / Infinity, which Python's json reads);
+# digits beyond ASCII and beyond int()'s 4,300-digit limit; integers far beyond int64
+SCALARS = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=12) \
+    | st.sampled_from(["1", "0", "-1", "1.5", "64", "resnet50", "V100", "n1", "Infinity", "", "\u00b2", "\u0661",
+                       "9" * 5000, "1e999", str(2**31), "0,1", "GPU-x,0"])
 JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
                     | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=6), inner, max_size=5), max_leaves=25)
 
@@ -85,6 +89,7 @@ def _check(client: httpx.Client, url: str, verb: str, body: bytes) -> None:
     payload = r.json()
     if r.status_code == 400:
         assert isinstance(payload, dict) and payload["Error"].startswith(f"{verb}: ")
+        assert "\n" not in payload["Error"]
     elif verb == "prioritize":
         assert isinstance(payload, list) and all(0 <= h["Score"] <= 10 for h in payload)
     else:

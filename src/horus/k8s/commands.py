@@ -1,4 +1,10 @@
-"""``horus k8s-extender``: serve kube-scheduler's extender protocol (docs/backends/kubernetes.md)."""
+"""``horus k8s-extender``: serve kube-scheduler's extender protocol (docs/backends/kubernetes.md).
+
+Listens on 127.0.0.1 unless ``--host`` says otherwise; ``--token-file``, ``--tls-cert``/``--tls-key`` and
+``--tls-client-ca`` decide who may call it (``horus.k8s.security``). Serving beyond the loopback interface
+with neither a token nor client certificates is allowed but logged as a warning: anyone who reaches the port
+could then bind any pod.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +15,22 @@ from typing import Any
 
 from horus.errors import HorusInputError
 
+SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get on SIGTERM before open connections are closed
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("k8s-extender", help="run Horus as a kube-scheduler extender (filter, prioritize, bind)",
                               description=__doc__)
-    p.add_argument("--host", default="0.0.0.0")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; in a pod: 0.0.0.0 or the pod IP, with a token or "
+                        "client certificates and a NetworkPolicy, see deploy/kubernetes/)")
     p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--token-file", help="file holding a bearer token (at least 32 characters): every endpoint but "
+                                        "/healthz and /livez then needs 'Authorization: Bearer <token>'")
+    p.add_argument("--tls-cert", help="PEM certificate (chain) to serve HTTPS with (needs --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    p.add_argument("--tls-client-ca", help="PEM CA bundle: a client certificate it signed authenticates a caller "
+                                           "instead of the token (how kube-scheduler can; its tlsConfig.certFile)")
     p.add_argument("--prefix", default="", help="path prefix of the verbs (kube-scheduler's urlPrefix path part)")
     p.add_argument("--policy", default="horus-paper",
                    help="registered policy deciding placements (default horus-paper: one pod at a time; the adaptive "
@@ -26,6 +42,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--api-server",
                    help="API server URL without credentials (e.g. kubectl proxy's http://127.0.0.1:8001)")
     p.add_argument("--resync-s", type=float, default=10.0, help="seconds between full re-listings of nodes and pods")
+    p.add_argument("--stale-after-s", type=float,
+                   help="/healthz answers 503 when the last successful listing is older than this "
+                        "(default: 3 re-listing periods, at least 30 s)")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
 
@@ -48,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from horus.k8s.extender import Extender
     from horus.k8s.onnx_models import OnnxModels
     from horus.k8s.predictor import PodPredictor
+    from horus.k8s.security import client_cert_protocol, read_token, tls_options
     from horus.k8s.server import Resync, create_app
     from horus.k8s.store import ClusterStore
 
@@ -58,8 +78,13 @@ def run(args: argparse.Namespace) -> int:
         raise HorusInputError("--policy-args", f"expected a JSON object: {exc}") from None
     if not isinstance(policy_args, dict):
         raise HorusInputError("--policy-args", "expected a JSON object")
-    if args.resync_s <= 0:
+    if not 0 < args.resync_s < float("inf"):
         raise HorusInputError("--resync-s", "expected a positive number of seconds")
+    stale_after_s = max(3 * args.resync_s, 30.0) if args.stale_after_s is None else args.stale_after_s
+    if not 0 < stale_after_s < float("inf"):
+        raise HorusInputError("--stale-after-s", "expected a positive number of seconds")
+    token = read_token(args.token_file) if args.token_file else None
+    tls = tls_options(args.tls_cert, args.tls_key, args.tls_client_ca)
     decider = Decider(args.policy, policy_args)
     predictor = PodPredictor(build_predictor(args.predictor))
     try:
@@ -74,12 +99,20 @@ def run(args: argparse.Namespace) -> int:
     except KubeAPIError as exc:
         raise HorusInputError("API server", f"first listing failed: {exc}") from None
     model = store.model
-    logging.getLogger("horus.k8s").info(
+    log = logging.getLogger("horus.k8s")
+    log.info(
         "listed %d nodes (%d with GPUs, %d GPUs), %d placed GPU pods counted, %d not readable; policy %s (%s path)",
         len(model.nodes), len(model.node_index), model.cluster.num_gpus, len(model.pods), len(model.unknown),
         decider.policy_name, decider.path)
+    if not (token or args.tls_client_ca) and args.host not in ("127.0.0.1", "::1", "localhost"):
+        log.warning("listening on %s with neither --token-file nor --tls-client-ca: anyone who can reach port %d "
+                    "can bind any pod", args.host, args.port)
     resync.start()
-    uvicorn.run(create_app(extender, args.prefix), host=args.host, port=args.port, log_level=args.log_level.lower(),
-                access_log=False)
+    client_certs = bool(args.tls_client_ca)
+    app = create_app(extender, args.prefix, token=token, client_certs=client_certs, stale_after_s=stale_after_s)
+    # a TLS connection kept alive by its client (kube-scheduler) would hold a graceful shutdown for ~30 s
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower(), access_log=False,
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, **({"http": client_cert_protocol()} if client_certs else {}),
+                **tls)
     resync.stopped.set()
     return 0

@@ -208,7 +208,8 @@ class Decider:
         if accepted is not None:
             code = np.where((code == OK) & ~np.isin(table.type_name[safe], sorted(accepted)), WRONG_TYPE, code)
         cost = np.full(len(names), np.inf)
-        gpus = np.full((len(names), max(k, 1)), -1, dtype=np.int64)
+        # no node has more than max_node_gpus GPUs: a larger k fails everywhere (TOO_FEW) and needs no room
+        gpus = np.full((len(names), max(min(k, model.max_node_gpus), 1)), -1, dtype=np.int64)
         candidates = np.flatnonzero(code == OK)
         if len(candidates):
             if self.placement is not None:

@@ -1,6 +1,8 @@
 """The three extender verbs over a ``ClusterStore`` and a ``Decider``; binds serialised per node.
 
-* filter: the candidate nodes on which the policy can place the pod now (others with the reason);
+* filter: the candidate nodes on which the policy can place the pod now (others with the reason); a pod
+  asking for more GPUs than the largest node has is turned away at once (``impossible``: O(1), no lock,
+  every node unresolvable with the reason), whatever number it asks for;
 * prioritize: 0..10 per candidate from the policy's cost there (the policy's own choice scores 10);
 * bind: on the node kube-scheduler chose, ``SchedulerCore`` runs the policy on that node's state with
   the pod queued; its ``Executor`` (``_BindExecutor``) patches the decision annotations, posts the
@@ -23,6 +25,7 @@ from horus.k8s.decide import Decider, PreemptionUnsupported
 from horus.k8s.model import ClusterModel
 from horus.k8s.protocol import BindingArgs, ExtenderArgs, binding_result, filter_result, host_priority_list
 from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, pod_job_spec
+from horus.reasons import GANG_TOO_LARGE
 
 log = logging.getLogger("horus.k8s")
 
@@ -71,6 +74,19 @@ class Extender:
         self._guard = threading.Lock()
         self.counts = {"filter": 0, "prioritize": 0, "bind": 0, "bind_errors": 0}
 
+    def _count(self, verb: str) -> None:
+        with self._guard:
+            self.counts[verb] += 1
+
+    def impossible(self, spec: JobSpec) -> str:
+        """Why no node can ever take ``spec`` ("" if one might): more GPUs than the largest node Horus knows
+        has. Reads the current model's ``max_node_gpus`` only: O(1), without the store's lock."""
+        model = self.store.model
+        if spec.num_gpus > model.max_node_gpus:
+            return (f"[{GANG_TOO_LARGE}] Horus: pod needs {spec.num_gpus} GPUs on one node; the largest node has "
+                    f"{model.max_node_gpus} ({model.cluster.num_gpus} GPUs on {len(model.node_index)} GPU nodes)")
+        return ""
+
     def node_lock(self, node: str) -> threading.Lock:
         with self._guard:
             lock = self._node_locks.get(node)
@@ -80,7 +96,7 @@ class Extender:
 
     # ---- filter / prioritize --------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
-        self.counts["filter"] += 1
+        self._count("filter")
         try:
             spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
         except PodError as exc:
@@ -89,6 +105,9 @@ class Extender:
             return filter_result(args, args.node_names, {}, {})
         if args.nodes is not None:
             self.store.upsert_nodes(args.nodes)
+        impossible = self.impossible(spec)
+        if impossible:
+            return filter_result(args, [], {}, dict.fromkeys(args.node_names, impossible))
         try:
             with self.store.lock:
                 choices = self.decider.evaluate(self.store.model, spec, args.node_names)
@@ -99,22 +118,24 @@ class Extender:
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """Raises PodError / HorusInputError for a pod Horus cannot read or decide on (the server answers 400)."""
-        self.counts["prioritize"] += 1
+        self._count("prioritize")
         spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
         if spec.num_gpus == 0:
             return host_priority_list((n, 0) for n in args.node_names)
         if args.nodes is not None:
             self.store.upsert_nodes(args.nodes)
+        if self.impossible(spec):
+            return host_priority_list((n, 0) for n in args.node_names)
         with self.store.lock:
             choices = self.decider.evaluate(self.store.model, spec, args.node_names)
         return host_priority_list(zip(args.node_names, choices.scores().tolist()))
 
     # ---- bind --------------------------------------------------------------------------------------------
     def bind(self, args: BindingArgs) -> dict[str, str]:
-        self.counts["bind"] += 1
+        self._count("bind")
         error = self._bind(args)
         if error:
-            self.counts["bind_errors"] += 1
+            self._count("bind_errors")
             log.warning("bind %s/%s -> %s failed: %s", args.pod_namespace, args.pod_name, args.node, error)
         return binding_result(error)
 
@@ -133,6 +154,9 @@ class Extender:
             if spec.num_gpus == 0:
                 self.api.bind(args.pod_namespace, args.pod_name, args.pod_uid or uid, args.node)
                 return ""
+            impossible = self.impossible(spec)
+            if impossible:
+                return impossible
             with self.node_lock(args.node):
                 with self.store.lock:
                     model = self.store.model
@@ -140,6 +164,9 @@ class Extender:
                     if info is None or args.node not in model.node_index:
                         why = info.problem if info is not None else "node not (yet) known"
                         return f"Horus cannot place GPUs on node {args.node}: {why}"
+                    if info.num_gpus < spec.num_gpus:
+                        return (f"[{GANG_TOO_LARGE}] Horus: node {args.node} has {info.num_gpus} GPUs, pod needs "
+                                f"{spec.num_gpus} on one node")
                     model = model.restricted([args.node])
                 model.now = self.clock()
                 executor = _BindExecutor(self, pod, args, model)

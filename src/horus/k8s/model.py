@@ -58,6 +58,8 @@ class ClusterModel:
                                 for info in usable])
         self.node_index: dict[str, int] = {info.name: i for i, info in enumerate(usable)}
         sizes = np.array([info.num_gpus for info in usable], dtype=np.int64)
+        # the largest node: a pod asking for more can be turned away without asking the policy (O(1))
+        self.max_node_gpus = int(sizes.max()) if len(usable) else 0
         self.first_gpu = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(usable) else sizes
         self.predictor = predictor
         self.onnx = onnx  # resolves horus.io/onnx-configmap annotations (horus.k8s.onnx_models)

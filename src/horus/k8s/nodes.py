@@ -17,13 +17,14 @@ from typing import Any
 
 from horus.cluster import GPUType
 from horus.gpu_types import GIB, PRESETS
-from horus.k8s.resources import GPU
+from horus.k8s.resources import GPU, ascii_count
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MEMORY_LABEL = "nvidia.com/gpu.memory"
 COUNT_LABEL = "nvidia.com/gpu.count"
 TYPE_LABEL = "horus.io/gpu-type"
 UUIDS_ANNOTATION = "horus.io/gpu-uuids"
+MAX_NODE_GPUS = 1024  # more GPUs than any machine (or HAMi split of one) has: a bad label, not a node
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,6 @@ def preset_for_product(product: str, memory_mib: int | None) -> GPUType | None:
     return None
 
 
-def _int_label(value: Any) -> int | None:
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
-
-
 def node_gpus(node: dict[str, Any]) -> NodeGPUs:
     meta = node.get("metadata") or {}
     name = str(meta.get("name"))
@@ -75,15 +70,18 @@ def node_gpus(node: dict[str, Any]) -> NodeGPUs:
     status = node.get("status") or {}
     if not isinstance(labels, dict) or not isinstance(annotations, dict) or not isinstance(status, dict):
         return NodeGPUs(name, None, 0, None, "metadata.labels/annotations or status is not an object")
-    count = _int_label(labels.get(COUNT_LABEL))
+    count = ascii_count(labels.get(COUNT_LABEL))
     if count is None:
         capacity = status.get("capacity") or {}
-        count = _int_label(str(capacity.get(GPU, ""))) if isinstance(capacity, dict) else None
-    memory = _int_label(labels.get(MEMORY_LABEL))
+        count = ascii_count(str(capacity.get(GPU, ""))) if isinstance(capacity, dict) else None
+    memory = ascii_count(labels.get(MEMORY_LABEL))
     product = labels.get(PRODUCT_LABEL)
     uuids_raw = annotations.get(UUIDS_ANNOTATION)
     uuids = tuple(u.strip() for u in uuids_raw.split(",")) if isinstance(uuids_raw, str) and uuids_raw else None
     signature = (labels.get(TYPE_LABEL), product, memory, count, uuids)
+    if count is not None and count > MAX_NODE_GPUS:
+        return NodeGPUs(name, None, 0, None, f"{count} GPUs is more than {MAX_NODE_GPUS} (label {COUNT_LABEL} / "
+                        f"capacity {GPU}): not believed", signature)
     if not count:
         return NodeGPUs(name, None, 0, None, f"no GPUs (label {COUNT_LABEL} / capacity {GPU} absent or 0)",
                         signature)

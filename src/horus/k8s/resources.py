@@ -10,6 +10,7 @@ takes), ``horus.io/gpu-indices`` and HAMi's ``hami.io/vgpu-devices-to-allocate``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -67,19 +68,30 @@ class PodJobSpec(JobSpec):
         return f"{self.job_type}/mem{self.gpumem_mib}/cores{self.gpucores}"
 
 
+MAX_COUNT = 2**31 - 1  # GPUs, MiB, percent, batch size: anything larger is a typo or an attack, not a request
+_DIGITS = re.compile(r"[0-9]{1,10}")  # ASCII only: str.isdigit() also accepts e.g. "²", which int() refuses
+
+
 def _count(value: Any, where: str) -> int:
-    """A non-negative integer quantity (extended resources take integers only)."""
+    """A non-negative integer quantity of at most ``MAX_COUNT`` (extended resources take integers only)."""
     if isinstance(value, bool):
         raise PodError(f"{where}: expected a non-negative integer, got {value!r}")
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         number = int(value.strip())
     else:
-        raise PodError(f"{where}: expected a non-negative integer, got {value!r}"[:200])
-    if number < 0:
-        raise PodError(f"{where}: expected a non-negative integer, got {number}")
+        raise PodError(f"{where}: expected a non-negative integer of at most {MAX_COUNT}, got {value!r}"[:200])
+    if not 0 <= number <= MAX_COUNT:
+        raise PodError(f"{where}: expected a non-negative integer of at most {MAX_COUNT}, got {number}"[:200])
     return number
+
+
+def ascii_count(value: Any) -> int | None:
+    """``value`` as a non-negative integer if it is a string of at most 10 ASCII digits (labels), else None."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
+        return int(value.strip())
+    return None
 
 
 def _container_request(container: dict[str, Any], name: str, where: str) -> int | None:
@@ -189,9 +201,9 @@ def decided_gpus(pod: dict[str, Any], uuids: list[str] | None, num_gpus_on_node:
     local: list[int] | None = None
     raw = annotations.get(GPU_INDICES)
     if isinstance(raw, str) and raw:
-        parts = raw.split(",")
-        if all(p.strip().isdigit() for p in parts):
-            local = [int(p) for p in parts]
+        parsed = [ascii_count(p) for p in raw.split(",")]
+        if all(g is not None for g in parsed):
+            local = parsed  # type: ignore[assignment]
     if local is None:
         ids = annotations.get(GPU_IDS)
         if not (isinstance(ids, str) and ids):
@@ -202,8 +214,8 @@ def decided_gpus(pod: dict[str, Any], uuids: list[str] | None, num_gpus_on_node:
                 token = token.strip()
                 if uuids and token in uuids:
                     local.append(uuids.index(token))
-                elif token.isdigit():
-                    local.append(int(token))
+                elif (index := ascii_count(token)) is not None:
+                    local.append(index)
                 else:
                     return None
     if not local or len(set(local)) != len(local) or max(local) >= num_gpus_on_node or min(local) < 0:

@@ -1,15 +1,22 @@
 """The extender's HTTP server (FastAPI on uvicorn).
 
-``POST {prefix}/filter``, ``/prioritize``, ``/bind`` speak extender/v1 JSON; ``GET /healthz`` is 200
-once the first listing is in (503 before); ``GET /state`` shows the per-GPU load Horus believes.
-A body that is not a valid message gets HTTP 400 and ``{"Error": "..."}`` naming the field; an
-unexpected failure gets 500 with the same shape. The server never stops on a bad request.
+``POST {prefix}/filter``, ``/prioritize``, ``/bind`` speak extender/v1 JSON; ``GET /healthz`` answers the
+state of the re-listing (200 while the last listing succeeded and is fresh, 503 before the first, after a
+failed one, or when the last success is older than ``stale_after_s``); ``GET /livez`` is 200 while the
+process answers at all; ``GET /state`` shows the per-GPU load Horus believes.
+
+A body that is not a valid message (not JSON, a non-finite number, a wrong type) gets HTTP 400 and
+``{"Error": "..."}`` naming the field; one over ``MAX_BODY_BYTES`` gets 413; an unexpected failure gets 500
+with the same shape. The server never stops on a bad request. Bodies are decoded and the verbs run in
+worker threads, so the event loop (and with it ``/healthz``, which takes no lock) stays free whatever a
+request costs. With a token or client certificates (``horus.k8s.security``), everything else needs one.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 from typing import Any
 
@@ -18,50 +25,128 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from horus.errors import HorusInputError
+from horus.k8s.api import KubeAPIError
 from horus.k8s.extender import Extender
 from horus.k8s.protocol import ProtocolError, parse_binding_args, parse_extender_args
 from horus.k8s.resources import PodError
+from horus.k8s.security import BearerAuth
 
 log = logging.getLogger("horus.k8s")
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # full Node objects of a large cluster (nodeCacheCapable: false)
 
 
-def _reply(payload: Any, status: int = 200) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), status_code=status, media_type="application/json")
+class BodyTooLarge(ProtocolError):
+    """A request body over ``MAX_BODY_BYTES`` (HTTP 413)."""
 
 
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise ProtocolError(f"request body of {len(raw)} bytes exceeds {MAX_BODY_BYTES}")
+class _NonFinite(ValueError):
+    pass
+
+
+class _Mark:
+    """Stands for a non-finite number while locating it in a body."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _reject(text: str) -> Any:
+    raise _NonFinite(text)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # e.g. 1e999
+        raise _NonFinite(text)
+    return value
+
+
+def _find_mark(obj: Any, path: str) -> tuple[str, str] | None:
+    if isinstance(obj, _Mark):
+        return path, obj.text
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in items:
+        found = _find_mark(value, f"{path}[{key!r}]" if isinstance(obj, dict) else f"{path}[{key}]")
+        if found:
+            return found
+    return None
+
+
+def decode_json(raw: bytes) -> Any:
+    """``raw`` as JSON; NaN, Infinity and numbers too large for a double are refused (RFC 8259 has none),
+    naming where they are. Raises ProtocolError."""
     if not raw:
         raise ProtocolError("empty request body; expected JSON")
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_reject, parse_float=_finite)
+    except _NonFinite:
+        try:  # only on this error path: decode again with marks to name the field
+            marked = json.loads(raw, parse_constant=_Mark, parse_float=lambda t: _Mark(t) if not
+                                math.isfinite(float(t)) else float(t))
+            where, text = _find_mark(marked, "body") or ("body", "?")
+        except RecursionError:
+            where, text = "body", "a non-finite number"
+        raise ProtocolError(f"{where}: {text[:40]} is not a finite number") from None
     except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, absurd nesting
         raise ProtocolError(f"request body is not valid JSON: {str(exc)[:200]}") from None
 
 
-def create_app(extender: Extender, prefix: str = "") -> FastAPI:
+async def _read_body(request: Request) -> bytes:
+    try:
+        declared = int(request.headers.get("content-length") or 0)
+    except ValueError:
+        declared = 0
+    if declared > MAX_BODY_BYTES:
+        raise BodyTooLarge(f"request body of {declared} bytes exceeds {MAX_BODY_BYTES}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise BodyTooLarge(f"request body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error(verb: str, message: str, status: int) -> Response:
+    """``{"Error": "<verb>: <message>"}`` on one line (a pod's name may hold a line break)."""
+    return _reply({"Error": f"{verb}: " + " ".join(message.splitlines())}, status)
+
+
+def _reply(payload: Any, status: int = 200) -> Response:
+    return Response(json.dumps(payload, separators=(",", ":")), status_code=status, media_type="application/json")
+
+
+def create_app(extender: Extender, prefix: str = "", *, token: str | None = None, client_certs: bool = False,
+               stale_after_s: float | None = None) -> FastAPI:
+    """The extender's app. ``token`` / ``client_certs``: require a bearer token or a verified client certificate
+    on everything but the probes (``horus.k8s.security``). ``stale_after_s``: ``/healthz`` turns 503 when the
+    last successful listing is older (None: only the outcome of the last attempt counts)."""
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     app = FastAPI(title="Horus scheduler extender", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.extender = extender
+    if token or client_certs:
+        app.add_middleware(BearerAuth, token=token, client_certs=client_certs)
+
+    def answer(verb: str, raw: bytes) -> Any:
+        body = decode_json(raw)
+        if verb == "bind":
+            return extender.bind(parse_binding_args(body))
+        args = parse_extender_args(body)
+        return extender.filter(args) if verb == "filter" else extender.prioritize(args)
 
     async def handle(verb: str, request: Request) -> Response:
         try:
-            body = await _json_body(request)
-            if verb == "bind":
-                return _reply(await run_in_threadpool(extender.bind, parse_binding_args(body)))
-            args = parse_extender_args(body)
-            if verb == "filter":
-                return _reply(extender.filter(args))
-            return _reply(extender.prioritize(args))
+            raw = await _read_body(request)
+            return _reply(await run_in_threadpool(answer, verb, raw))
+        except BodyTooLarge as exc:
+            return _error(verb, str(exc), 413)
         except (ProtocolError, PodError, HorusInputError) as exc:
-            return _reply({"Error": f"{verb}: {exc}"}, 400)
+            return _error(verb, str(exc), 400)
         except Exception as exc:  # a bug: answer, log, keep serving
             log.exception("%s failed", verb)
-            return _reply({"Error": f"{verb}: internal error: {type(exc).__name__}: {str(exc)[:200]}"}, 500)
+            return _error(verb, f"internal error: {type(exc).__name__}: {str(exc)[:200]}", 500)
 
     @app.post(prefix + "/filter")
     async def filter_(request: Request) -> Response:
@@ -77,20 +162,26 @@ def create_app(extender: Extender, prefix: str = "") -> FastAPI:
 
     @app.get("/healthz")
     async def healthz() -> Response:
-        synced = getattr(extender.store, "synced", True)
-        return _reply({"synced": synced}, 200 if synced else 503)
+        health = extender.store.health(stale_after_s)
+        return _reply(health, 200 if health["synced"] else 503)
+
+    @app.get("/livez")
+    async def livez() -> Response:
+        return _reply({"alive": True})
 
     @app.get("/state")
     async def state() -> Response:
-        store = extender.store
-        with store.lock:
-            model = store.model
-            payload = {"policy": extender.decider.policy_name, "path": extender.decider.path,
-                       "nodes": len(model.nodes), "gpu_nodes": len(model.node_index),
-                       "gpus": model.cluster.num_gpus, "placed_pods": len(model.pods),
-                       "unknown_pods": dict(model.unknown), "counts": dict(extender.counts),
-                       "load": model.load_by_node()}
-        return _reply(payload)
+        def snapshot() -> dict[str, Any]:
+            store = extender.store
+            with store.lock:
+                model = store.model
+                return {"policy": extender.decider.policy_name, "path": extender.decider.path,
+                        "nodes": len(model.nodes), "gpu_nodes": len(model.node_index),
+                        "gpus": model.cluster.num_gpus, "max_node_gpus": model.max_node_gpus,
+                        "placed_pods": len(model.pods), "unknown_pods": dict(model.unknown),
+                        "counts": dict(extender.counts), "load": model.load_by_node()}
+
+        return _reply(await run_in_threadpool(snapshot))  # waits for the store's lock off the event loop
 
     return app
 
@@ -105,9 +196,14 @@ class Resync(threading.Thread):
         self.stopped = threading.Event()
 
     def sync_once(self) -> None:
-        api = self.extender.api
+        """List nodes and pods into the store; a failure is recorded there (``/healthz``) and re-raised."""
+        api, store = self.extender.api, self.extender.store
         assert api is not None
-        self.extender.store.sync(api.list_nodes(), api.list_pods())
+        try:
+            store.sync(api.list_nodes(), api.list_pods())
+        except Exception as exc:
+            store.sync_failed(str(exc) if isinstance(exc, KubeAPIError) else f"{type(exc).__name__}: {exc}")
+            raise
 
     def run(self) -> None:
         while not self.stopped.wait(self.period_s):

@@ -4,6 +4,8 @@
 otherwise applies only the pods that changed (by ``resourceVersion``). ``assume(pod)`` counts a pod the
 extender has just bound before the next listing shows it (kept ``assume_ttl_s`` at most), as
 kube-scheduler's own cache does. Everything is derived from API objects: a restart loses nothing.
+``sync_failed(error)`` records a listing that could not be made; ``health(stale_after_s)`` says whether the
+last attempt succeeded and how long ago the last success was (what ``/healthz`` answers, without the lock).
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ class ClusterStore:
         self.pods: dict[str, dict[str, Any]] = {}
         self.assumed: dict[str, tuple[float, dict[str, Any]]] = {}
         self.model = ClusterModel([], [], predictor, onnx=onnx)
-        self.synced = False
+        self.synced = False  # a listing was applied at least once
         self.rebuilds = 0
-        self.last_sync_s = 0.0
+        self.last_sync_s = 0.0  # how long the last applied listing took
+        self.last_success: float | None = None  # time.monotonic() when the last listing was applied
+        self.last_error = ""  # why the last attempt failed; "" when it succeeded
+        self.failures = 0  # attempts failed in a row
 
     # ---- full listings -------------------------------------------------------------------------------
     def sync(self, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]]) -> None:
@@ -61,6 +66,21 @@ class ClusterStore:
                 self._apply(listed, now)
             self.synced = True
         self.last_sync_s = time.perf_counter() - began
+        self.last_success, self.last_error, self.failures = time.monotonic(), "", 0
+
+    def sync_failed(self, error: str) -> None:
+        """A listing could not be made (or applied): the last good state stays, ``/healthz`` turns 503."""
+        self.last_error, self.failures = error[:500], self.failures + 1
+
+    def health(self, stale_after_s: float | None = None) -> dict[str, Any]:
+        """``synced`` when a listing was applied, the last attempt succeeded and the last success is at most
+        ``stale_after_s`` old (None: any age). Reads a few attributes only: never waits for the store's lock."""
+        last, error, failures = self.last_success, self.last_error, self.failures
+        age = None if last is None else time.monotonic() - last
+        fresh = age is not None and (stale_after_s is None or age <= stale_after_s)
+        healthy = self.synced and not error and fresh
+        return {"synced": healthy, "listed": self.synced, "last_error": error or None, "consecutive_failures": failures,
+                "last_success_age_s": None if age is None else round(age, 3), "stale_after_s": stale_after_s}
 
     def upsert_nodes(self, nodes: Iterable[dict[str, Any]]) -> None:
         """Nodes as sent in ``ExtenderArgs.Nodes`` (a subset: nodes not sent are kept). Only nodes whose
