@@ -370,3 +370,18 @@ class OutputDir:
                     parent.rmdir()
                 except OSError:
                     break
+
+
+def read_secret(path: str | Path, source: str, *, min_chars: int = 16, hint: str = "") -> str:
+    """A token or credential kept in a file: printable ASCII without spaces, at least ``min_chars`` long
+    (surrounding whitespace stripped). Errors name ``source`` (an option or the file) in one line."""
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HorusInputError(source, f"cannot read {path}: {exc}") from None
+    if len(token) < min_chars:
+        raise HorusInputError(source, f"{path} holds {len(token)} characters; a token needs at least {min_chars}"
+                                      f"{hint}")
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
+        raise HorusInputError(source, f"{path}: a token is printable ASCII without spaces")
+    return token

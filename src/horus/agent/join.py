@@ -21,13 +21,9 @@ def credential(server_url: str, join_token: str, name: str, workdir: Path, timeo
     """This agent's token: read from ``workdir``, or obtained with the join token and written there."""
     path = Path(workdir) / CREDENTIAL_FILE
     if path.exists():
-        try:
-            token = path.read_text().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HorusInputError(str(path), f"cannot read this agent's credential ({exc})") from None
-        if len(token) < 16:
-            raise HorusInputError(str(path), "not a credential (shorter than 16 characters): remove it to join again")
-        return token
+        from horus.validation import read_secret
+
+        return read_secret(path, str(path), hint=": remove the file to join again")
     import httpx
 
     try:

@@ -31,16 +31,9 @@ MIN_TOKEN_CHARS = 32  # e.g. `openssl rand -hex 32`; shorter is refused (a place
 
 def read_token(path: str | Path) -> str:
     """The token in ``path`` (surrounding whitespace stripped). Raises HorusInputError naming ``--token-file``."""
-    try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HorusInputError("--token-file", f"cannot read {path}: {exc}") from None
-    if len(token) < MIN_TOKEN_CHARS:
-        raise HorusInputError("--token-file", f"{path} holds {len(token)} characters; a token needs at least "
-                              f"{MIN_TOKEN_CHARS} (e.g. `openssl rand -hex 32`)")
-    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
-        raise HorusInputError("--token-file", f"{path}: a token is printable ASCII without spaces")
-    return token
+    from horus.validation import read_secret
+
+    return read_secret(path, "--token-file", min_chars=MIN_TOKEN_CHARS, hint=" (e.g. `openssl rand -hex 32`)")
 
 
 def tls_options(cert: str | None, key: str | None, client_ca: str | None) -> dict[str, Any]:

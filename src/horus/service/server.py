@@ -46,13 +46,10 @@ def _secret_file(path: Path, nbytes: int) -> str:
 
 
 def read_token(path: Path) -> str:
-    try:
-        token = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HorusInputError(str(path), f"cannot read the token file ({exc})") from None
-    if len(token) < 16:
-        raise HorusInputError(str(path), "the token must be at least 16 characters")
-    return token
+    """A token file's token (at least 16 printable ASCII characters); one-line errors name the file."""
+    from horus.validation import read_secret
+
+    return read_secret(path, str(path))
 
 
 @dataclass
