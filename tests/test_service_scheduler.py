@@ -167,6 +167,33 @@ def test_lost_agent_requeues_with_attained_service(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_requeue_and_the_restart_in_one_step_are_recorded_in_order(tmp_path: Path) -> None:
+    """An agent expires and its job starts on another one in the same step: the job's history says requeued, then
+    started, in time order (the audit saw ``requeued:lost`` stamped after the next ``started``: the rebuild read
+    the clock after the step had)."""
+    now = [100.0]
+
+    def clock() -> float:  # every reading is later than the one before
+        now[0] += 0.001
+        return now[0]
+
+    store = Store(tmp_path / "h.db")
+    scheduler = LiveScheduler(store, AnalyticPredictor(), policy="horus", lease_s=10.0, job_secret=b"s", clock=clock)
+    scheduler.register_agent("n0", "host", fake_gpus(1, "V100", "n0"))
+    job = scheduler.submit(NewJob(model="a3c", batch_size=32, num_gpus=1, command=["true"]))[0]
+    scheduler.step()
+    scheduler.register_agent("n1", "host", fake_gpus(1, "V100", "n1"))
+    now[0] += 12.0
+    scheduler.heartbeat("n1", [])
+    now[0] += 2.0  # n0 silent for > lease + fence_kill_s + 1 s; n1 is not
+    assert scheduler.step() == 1
+    events = store.events(job.id)
+    assert [e["kind"] for e in events] == ["submitted", "started", "requeued:lost", "started"]
+    times = [e["time"] for e in events]
+    assert times == sorted(times), times
+    store.close()
+
+
 def test_submissions_bigger_than_the_cluster_are_refused(tmp_path: Path) -> None:
     store = Store(tmp_path / "h.db")
     scheduler = LiveScheduler(store, AnalyticPredictor(), job_secret=b"s")

@@ -237,8 +237,9 @@ class LiveScheduler:
     def step(self) -> int:
         """Expire lost agents, then one decision step; returns how many jobs were started."""
         with self.lock:
-            now = self.clock()
-            self._expire_agents(now)
+            self._expire_agents(self.clock())
+            now = self.clock()  # after the expiry: its requeues are stamped by the rebuild's own clock, and a
+            # start decided at an earlier `now` would precede them in the job's history
             if not self.cluster.num_gpus or not self.core.wants_step():
                 return 0
             self.core.schedule(now)
@@ -311,7 +312,7 @@ class LiveScheduler:
             if known is None or known.gpus != gpus:
                 self.rebuild()
             if reports:
-                self._apply_reports(name, reports, now)
+                self._apply_reports(name, reports, self.clock())  # after the rebuild's own requeues
             return row
 
     def heartbeat(self, name: str, reports: list[dict[str, Any]],
