@@ -23,8 +23,10 @@ from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Policy
 from horus.predict.base import Predictor
+from horus.sim.bounds import type_capacities
 from horus.sim.events import Arrival, Completion, EventQueue, OOMRestart, Tick
-from horus.sim.metrics import PLACEMENT_COLUMNS, JobRecord, MetricsRecorder, job_frame, placement_frame, summarize
+from horus.sim.metrics import (PLACEMENT_COLUMNS, JobRecord, MetricsRecorder, job_frame, placement_frame, summarize,
+                               warn_below_bounds)
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
 
@@ -401,11 +403,33 @@ class _Engine:
             out[job_id] = spec.iterations * min(times)
         return out
 
+    def best_rates(self) -> dict[str, tuple[float, float]]:
+        """Each admitted job's (best normalized rate, best combined throughput of a GPU it shares), the largest
+        over the GPU types it accepts here (``horus.sim.bounds``): the co-location-valid lower bounds' inputs."""
+        types = {t.name: t for t in self.gpu_type}
+        admitted = [r.spec for r in self.records.values() if r.status != "rejected"]
+        accepts = {s.job_id: accepted_gpu_types(s.gpu_type_request) for s in admitted}
+        caps = {}
+        for name, gpu_type in types.items():
+            counts: dict[str, int] = {}
+            for s in admitted:
+                if accepts[s.job_id] is None or name in accepts[s.job_id]:
+                    counts[s.job_type] = counts.get(s.job_type, 0) + 1
+            caps[name] = type_capacities(self.truth, gpu_type, counts)
+        out = {}
+        for s in admitted:
+            found = [caps[n][s.job_type] for n in types
+                     if (accepts[s.job_id] is None or n in accepts[s.job_id]) and s.job_type in caps[n]]
+            out[s.job_id] = (max((c.best_rate for c in found), default=1.0),
+                             max((c.best_combined for c in found), default=1.0))
+        return out
+
     def result(self, wall_s: float) -> SimResult:
         records = list(self.records.values())
         jobs = job_frame(records)
         end = float(jobs["end"].max()) if jobs["end"].notna().any() else self.metrics.start_time
-        summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations())
+        summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations(), self.best_rates())
+        warn_below_bounds(self.policy.name, summary)
         still = [(job_id, g, live.started, max(end, live.started), "running")
                  for job_id, live in self.live.items() for g in live.gpus]  # unfinished at the end of the run
         return SimResult(self.policy.name, summary, jobs, self.metrics.gpu_frame(end),

@@ -7,7 +7,8 @@ scheduler's predictions.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -206,9 +207,11 @@ def _stat(values: pd.Series, fn: str) -> float:
 
 
 def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
-              solo_s: dict[str, float] | None = None) -> dict[str, float | int]:
-    """The summary dict (docs/metrics.md) from per-job records, the recorder's integrals and each
-    admitted job's solo duration (for goodput and the lower bounds)."""
+              solo_s: dict[str, float] | None = None,
+              best: Mapping[str, tuple[float, float]] | None = None) -> dict[str, float | int]:
+    """The summary dict (docs/metrics.md) from per-job records, the recorder's integrals, each
+    admitted job's solo duration (for goodput and the bounds) and its (best normalized rate, best combined
+    throughput of a GPU it shares) (``horus.sim.bounds``; without it, the values of exclusive runs, 1 and 1)."""
     first_submit = recorder.start_time
     completed = jobs[jobs["status"] == "completed"]
     end = float(completed["end"].max()) if not completed.empty else recorder.now
@@ -242,28 +245,66 @@ def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
         "p95_slowdown": _stat(completed["slowdown"], "p95"),
         "oom_failures": int(jobs["oom_failures"].sum()),
         "preemptions": int(preemptions),
-        **_bounds_and_goodput(jobs, completed, solo_s or {}, first_submit, span, n_gpus),
+        **_bounds_and_goodput(jobs, completed, solo_s or {}, best or {}, first_submit, span, n_gpus),
     }
 
 
-def _bounds_and_goodput(jobs: pd.DataFrame, completed: pd.DataFrame, solo_s: dict[str, float], t0: float,
-                        span: float, n_gpus: int) -> dict[str, float]:
-    """Lower bounds every schedule of these jobs on this cluster must respect, and goodput."""
+def _bounds_and_goodput(jobs: pd.DataFrame, completed: pd.DataFrame, solo_s: dict[str, float],
+                        best: Mapping[str, tuple[float, float]], t0: float, span: float,
+                        n_gpus: int) -> dict[str, float]:
+    """Lower bounds (docs/metrics.md, "Lower bounds") and goodput.
+
+    ``*_exclusive_bound_s`` hold for schedules that never co-locate (each GPU runs at most one job's solo
+    throughput); ``*_lower_bound_s`` hold for every schedule: a job runs at most ``best_rate`` x its solo rate,
+    and a unit of its GPU work costs at least ``1 / best_combined`` GPU-seconds (a GPU shared by the set ``S``
+    delivers ``sum x_i(S)``; charge each member its share ``x_i / sum x``)."""
     if not solo_s:
         return {}
     admitted = jobs[jobs["job_id"].isin(list(solo_s))]
     solo = admitted["job_id"].map(solo_s).to_numpy(float)
     gpus = admitted["num_gpus"].to_numpy(float)
-    arrival_bound = float(np.max(admitted["submit"].to_numpy(float) + solo) - t0) if len(solo) else math.nan
-    work_bound = float(np.sum(gpus * solo) / n_gpus)
+    pairs = [best.get(j, (1.0, 1.0)) for j in admitted["job_id"]]
+    rate = np.array([p[0] for p in pairs], dtype=float).reshape(len(pairs))
+    combined = np.array([p[1] for p in pairs], dtype=float).reshape(len(pairs))
+    submit = admitted["submit"].to_numpy(float)
+    fastest = solo / rate if len(solo) else solo
     solo_done = completed["job_id"].map(solo_s).to_numpy(float)
     done = solo_done * completed["num_gpus"].to_numpy(float)
     stretch = completed["jct"].to_numpy(float) / solo_done if len(solo_done) else np.array([math.nan])
     return {
-        "makespan_lower_bound_s": max(arrival_bound, work_bound),
-        "mean_jct_lower_bound_s": float(np.mean(solo)) if len(solo) else math.nan,
+        "makespan_lower_bound_s": _makespan_bound(submit, fastest, gpus * solo / combined, t0, n_gpus),
+        "mean_jct_lower_bound_s": float(np.mean(fastest)) if len(solo) else math.nan,
+        "makespan_exclusive_bound_s": _makespan_bound(submit, solo, gpus * solo, t0, n_gpus),
+        "mean_jct_exclusive_bound_s": float(np.mean(solo)) if len(solo) else math.nan,
         "goodput": float(np.sum(done) / (n_gpus * span)) if span > 0 else math.nan,
         "mean_stretch": float(np.mean(stretch)),
         "p95_stretch": float(np.percentile(stretch, 95)),
         "max_stretch": float(np.max(stretch)),
     }
+
+
+def _makespan_bound(submit: np.ndarray, shortest: np.ndarray, gpu_seconds: np.ndarray, t0: float,
+                    n_gpus: int) -> float:
+    """``max(max_j (submit_j + shortest_j) - t0, sum_j gpu_seconds_j / n_gpus)``."""
+    arrival = float(np.max(submit + shortest) - t0) if len(shortest) else math.nan
+    return max(arrival, float(np.sum(gpu_seconds) / n_gpus))
+
+
+def below_bounds(summary: Mapping[str, float | int], rel: float = 1e-9) -> list[str]:
+    """Names of the co-location-valid bounds the run finished below (none if the bounds are right). Only runs
+    where every admitted job completed are checked: the bounds count every admitted job."""
+    out: list[str] = []
+    if summary.get("jobs_failed") or summary.get("jobs_unfinished"):
+        return out
+    for key, bound in (("makespan_s", "makespan_lower_bound_s"), ("mean_jct_s", "mean_jct_lower_bound_s")):
+        value, limit = summary.get(key), summary.get(bound)
+        if value is not None and limit is not None and value == value and value < limit * (1 - rel):
+            out.append(f"{key} {value:.6g} < {bound} {limit:.6g}")
+    return out
+
+
+def warn_below_bounds(policy: str, summary: Mapping[str, float | int]) -> None:
+    """A ``RuntimeWarning`` when a run beat a bound that every schedule must respect (a bug in the bound,
+    the engine or the truth's contract; never expected)."""
+    for line in below_bounds(summary):
+        warnings.warn(f"policy {policy!r} finished below its lower bound: {line}", RuntimeWarning, stacklevel=2)
