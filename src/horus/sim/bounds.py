@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from horus.cluster import GPUType
@@ -75,7 +75,7 @@ def _compute(truth: TruthModel, gpu_type: GPUType, counts: Mapping[str, int], bu
 
 
 def _sets_with(k: str, types: list[str], left: Mapping[str, int], mem: Mapping[str, float], room: float,
-               budget: int):  # noqa: ANN202  (a generator of tuples)
+               budget: int) -> Iterator[tuple[str, ...]]:
     """Every allowed set ``(k, *others)`` with at least one other member, others in ``types`` order."""
     seen = 0
     stack: list[tuple[int, tuple[str, ...], float]] = [(0, (), room)]

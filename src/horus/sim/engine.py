@@ -25,8 +25,15 @@ from horus.policies.base import Policy
 from horus.predict.base import Predictor
 from horus.sim.bounds import type_capacities
 from horus.sim.events import Arrival, Completion, EventQueue, OOMRestart, Tick
-from horus.sim.metrics import (PLACEMENT_COLUMNS, JobRecord, MetricsRecorder, job_frame, placement_frame, summarize,
-                               warn_below_bounds)
+from horus.sim.metrics import (
+    PLACEMENT_COLUMNS,
+    JobRecord,
+    MetricsRecorder,
+    job_frame,
+    placement_frame,
+    summarize,
+    warn_below_bounds,
+)
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
 

@@ -298,7 +298,7 @@ def below_bounds(summary: Mapping[str, float | int], rel: float = 1e-9) -> list[
         return out
     for key, bound in (("makespan_s", "makespan_lower_bound_s"), ("mean_jct_s", "mean_jct_lower_bound_s")):
         value, limit = summary.get(key), summary.get(bound)
-        if value is not None and limit is not None and value == value and value < limit * (1 - rel):
+        if value is not None and limit is not None and not math.isnan(value) and value < limit * (1 - rel):
             out.append(f"{key} {value:.6g} < {bound} {limit:.6g}")
     return out
 
