@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Sequence
+from typing import ClassVar
 
 import pytest
 from sim_fakes import ConstPredictor, ScriptedPolicy, cluster, job
@@ -30,7 +31,7 @@ class TinyTruth(TruthModel):
     at 1.25 x its solo speed next to an ``a`` job (a truth where sharing speeds a job up)."""
 
     name = "tiny"
-    TABLE = {"a/b1": SoloTruth(0.3, 5000.0, 1.0), "b/b1": SoloTruth(0.6, 5000.0, 2.0),
+    TABLE: ClassVar[dict[str, SoloTruth]] = {"a/b1": SoloTruth(0.3, 5000.0, 1.0), "b/b1": SoloTruth(0.6, 5000.0, 2.0),
              "c/b1": SoloTruth(0.2, 7000.0, 1.0)}
 
     def __init__(self, boost: bool = False) -> None:
@@ -128,10 +129,7 @@ def test_every_registered_policy_respects_the_valid_bounds_on_tiny_instances() -
     ran = 0
     for jobs, n_gpus in INSTANCES:
         for name in POLICIES.names():
-            try:
-                policy = create_policy(name, {}, has_truth=True)
-            except Exception:  # noqa: BLE001  (a policy that needs files to exist: not this test's subject)
-                continue
+            policy = create_policy(name, {}, has_truth=True)
             with warnings.catch_warnings():
                 warnings.simplefilter("error", RuntimeWarning)  # the engine's own below-bound check
                 s = simulate(jobs, cluster(1, n_gpus), policy, TinyTruth(), ConstPredictor()).summary
@@ -139,7 +137,7 @@ def test_every_registered_policy_respects_the_valid_bounds_on_tiny_instances() -
                 assert s["makespan_s"] >= s["makespan_lower_bound_s"] * TOL, name
                 assert s["mean_jct_s"] >= s["mean_jct_lower_bound_s"] * TOL, name
                 ran += 1
-    assert ran >= 5 * len(INSTANCES)
+    assert ran >= len(POLICIES.names()) * len(INSTANCES) // 2
 
 
 def test_default_small_workload_under_every_policy_stays_above_the_valid_bounds() -> None:
@@ -161,14 +159,10 @@ def test_default_small_workload_under_every_policy_stays_above_the_valid_bounds(
     jobs = materialize(trace, truth, SAMPLERS.create("by-size-duration", seed=0), clus.gpus[0].gpu_type, seed=0)[:120]
     ran = []
     for name in POLICIES.names():
-        try:
-            policy = create_policy(name, {}, has_truth=True)
-        except Exception:  # noqa: BLE001  (needs a trained model or files)
-            continue
+        policy = create_policy(name, {}, has_truth=True)
         s = simulate(jobs, clus, policy, truth, AnalyticPredictor()).summary
         assert s["makespan_s"] >= s["makespan_lower_bound_s"] * TOL, name
         if s["jobs_completed"] == s["num_jobs"] - s["jobs_rejected"]:
             assert s["mean_jct_s"] >= s["mean_jct_lower_bound_s"] * TOL, name
         ran.append(name)
-    assert {"fifo-exclusive", "horus", "oracle-truth"} <= set(ran), ran
-    assert len(ran) >= 10, ran
+    assert {"fifo-exclusive", "horus", "oracle-truth"} <= set(ran) and len(ran) == len(POLICIES.names())
