@@ -161,7 +161,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     write_json({"created": utc_timestamp(), "versions": environment(), "command": ["horus", *sys.argv[1:]],
                 "settings": asdict(settings),
                 "cells": len(cells), "executor": where, "wall_s": wall_s}, out / "manifest.json")
-    page_keys = [*keys, "preemptions", "makespan_lower_bound_s", "mean_jct_lower_bound_s"]  # bounds: per group
+    page_keys = [*keys, "preemptions", "makespan_lower_bound_s", "mean_jct_lower_bound_s",  # bounds: per group
+                 "makespan_exclusive_bound_s", "mean_jct_exclusive_bound_s"]
     write_json({"command": ["horus", *sys.argv[1:]], "settings": asdict(settings),
                 "means": aggregate(rows, page_keys), "cells": rows}, out / "sweep.json")
     write_sweep_report(out / "sweep.json")

@@ -75,8 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def format_table(summary: dict[str, dict[str, float]]) -> str:
     """A fixed-width comparison table, one row per policy (times in hours, shares in percent), and the
-    lower bounds every policy's run shares (``horus.sim.report.BOUNDS``) as a last row."""
-    from horus.sim.report import BOUNDS
+    bounds every policy's run shares (``horus.sim.report.BOUND_ROWS``) as last rows."""
+    from horus.sim.report import BOUND_ROWS
 
     def cell(key: str, value: float | None, fmt: str) -> str:
         if value is None:
@@ -87,9 +87,9 @@ def format_table(summary: dict[str, dict[str, float]]) -> str:
     rows = [[policy, *(cell(key, metrics.get(key), fmt) for key, _, fmt in SUMMARY_COLUMNS)]
             for policy, metrics in summary.items()]
     first = next(iter(summary.values()), {})
-    if any(bound in first for bound in BOUNDS.values()):  # every policy ran the same jobs: one bound row
-        rows.append(["lower bound", *(cell(key, first.get(BOUNDS.get(key, "")), fmt)
-                                      for key, _, fmt in SUMMARY_COLUMNS)])
+    for label, bounds in BOUND_ROWS:  # every policy ran the same jobs: one row per bound
+        if any(bound in first for bound in bounds.values()):
+            rows.append([label, *(cell(key, first.get(bounds.get(key, "")), fmt) for key, _, fmt in SUMMARY_COLUMNS)])
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))

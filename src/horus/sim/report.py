@@ -37,7 +37,10 @@ COLUMNS: tuple[tuple[str, str, float, str], ...] = (
     ("jobs_failed", "failed", 1, "{:.0f}"),
     ("jobs_rejected", "rejected", 1, "{:.0f}"),
 )
-BOUNDS = {"makespan_s": "makespan_lower_bound_s", "mean_jct_s": "mean_jct_lower_bound_s"}
+BOUNDS = {"makespan_s": "makespan_lower_bound_s", "mean_jct_s": "mean_jct_lower_bound_s"}  # any schedule
+EXCLUSIVE_BOUNDS = {"makespan_s": "makespan_exclusive_bound_s", "mean_jct_s": "mean_jct_exclusive_bound_s"}
+# (row label, metric -> summary key): the valid bounds, then those of schedules that never co-locate
+BOUND_ROWS = (("lower bound", BOUNDS), ("exclusive bound (no sharing)", EXCLUSIVE_BOUNDS))
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1400px; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
@@ -76,7 +79,7 @@ def _cell(value: Any, scale: float, fmt: str) -> str:
 
 def summary_table(policies: Mapping[str, Mapping[str, Any]], chosen: str | None = None) -> str:
     """The comparison table as HTML in a horizontally scrolling box (``div.table-wrap``): the best value of each
-    column is highlighted, the lower bound is a row, each policy row carries ``data-policy`` (the page's
+    column is highlighted, the bounds are rows (``BOUND_ROWS``), each policy row carries ``data-policy`` (the page's
     selector highlights ``chosen``)."""
     head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _, _ in COLUMNS)
     best: dict[str, float] = {}
@@ -95,9 +98,10 @@ def summary_table(policies: Mapping[str, Mapping[str, Any]], chosen: str | None 
         attrs = f' data-policy="{html.escape(name)}"' + (' class="chosen"' if name == chosen else "")
         rows.append(f"<tr{attrs}><td>{html.escape(name)}</td>{''.join(cells)}</tr>")
     first = next(iter(policies.values()), {})
-    if any(b in first for b in BOUNDS.values()):
-        cells = "".join(f"<td>{_cell(first.get(BOUNDS.get(k, '')), s, f)}</td>" for k, _, s, f in COLUMNS)
-        rows.append(f'<tr class="bound"><td>lower bound</td>{cells}</tr>')
+    for label, bounds in BOUND_ROWS:
+        if any(b in first for b in bounds.values()):
+            cells = "".join(f"<td>{_cell(first.get(bounds.get(k, '')), s, f)}</td>" for k, _, s, f in COLUMNS)
+            rows.append(f'<tr class="bound"><td>{label}</td>{cells}</tr>')
     return f"<div class='table-wrap'><table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table></div>"
 
 

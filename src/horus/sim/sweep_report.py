@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
-from horus.sim.report import STYLE
+from horus.sim.report import BOUND_ROWS, BOUNDS, STYLE
 
 # (key, header, scale, format, better): better is "low", "high" or "" (no best marked).
 SWEEP_COLUMNS: tuple[tuple[str, str, float, str, str], ...] = (
@@ -31,7 +31,6 @@ SWEEP_COLUMNS: tuple[tuple[str, str, float, str, str], ...] = (
     ("preemptions", "preemptions", 1, "{:.0f}", ""),
     ("oom_failures", "OOM starts", 1, "{:.0f}", "low"),
 )
-BOUNDS = {"makespan_s": "makespan_lower_bound_s", "mean_jct_s": "mean_jct_lower_bound_s"}
 Groups = dict[str, dict[str, dict[str, Any]]]  # group label -> policy -> row (means, "<key>_std", "seeds")
 
 
@@ -102,7 +101,7 @@ def _best(policies: Mapping[str, Mapping[str, Any]], key: str, better: str) -> f
 
 def group_table(policies: Mapping[str, Mapping[str, Any]]) -> str:
     """One group's table: policies as rows, the columns any of them has, best per column marked (bold, green; all
-    that print equal to it), ``+- std`` over seeds where there were several, the lower bounds as a last row."""
+    that print equal to it), ``+- std`` over seeds where there were several, the bounds as last rows (``BOUND_ROWS``)."""
     columns = [c for c in SWEEP_COLUMNS if any(_number(m.get(c[0])) is not None for m in policies.values())]
     best = {key: _best(policies, key, better) for key, _, _, _, better in columns}
     head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _, _, _ in columns)
@@ -123,11 +122,12 @@ def group_table(policies: Mapping[str, Mapping[str, Any]]) -> str:
         seeds = metrics.get("seeds", "")
         rows.append(f"<tr><td>{html.escape(name)}</td><td>{html.escape(str(seeds))}</td>{''.join(cells)}</tr>")
     first = next(iter(policies.values()), {})
-    if any(_number(first.get(b)) is not None for b in BOUNDS.values()):
-        cells = "".join(f"<td>{fmt.format(_number(first.get(BOUNDS[k])) * s)}</td>"
-                        if k in BOUNDS and _number(first.get(BOUNDS[k])) is not None else "<td>-</td>"
-                        for k, _, s, fmt, _ in columns)
-        rows.append(f'<tr class="bound"><td>lower bound</td><td></td>{cells}</tr>')
+    for label, bounds in BOUND_ROWS:
+        if any(_number(first.get(b)) is not None for b in bounds.values()):
+            cells = "".join(f"<td>{fmt.format(_number(first.get(bounds[k])) * s)}</td>"
+                            if k in bounds and _number(first.get(bounds[k])) is not None else "<td>-</td>"
+                            for k, _, s, fmt, _ in columns)
+            rows.append(f'<tr class="bound"><td>{label}</td><td></td>{cells}</tr>')
     return (f"<div class='table-wrap'><table><tr><th>policy</th><th>seeds</th>{head}</tr>{''.join(rows)}"
             f"</table></div>")
 
