@@ -66,6 +66,9 @@ def test_lower_bounds_and_goodput_hold_for_every_policy() -> None:
         s = simulate(jobs, cluster, POLICIES.create(name), truth, AnalyticPredictor()).summary
         assert s["makespan_s"] >= s["makespan_lower_bound_s"] > 0
         assert s["mean_jct_s"] >= s["mean_jct_lower_bound_s"] > 0
+        # the valid bounds are never above those of schedules that never co-locate
+        assert s["makespan_lower_bound_s"] <= s["makespan_exclusive_bound_s"]
+        assert s["mean_jct_lower_bound_s"] <= s["mean_jct_exclusive_bound_s"]
         assert 0 < s["gpu_allocated_share"] <= 1.0 and s["goodput"] > 0
         if s["colocated_share"] == 0:  # alone on its GPUs, a job's useful work never exceeds the time it holds them
             assert s["goodput"] <= s["gpu_allocated_share"] + 1e-9
