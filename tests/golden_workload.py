@@ -7,6 +7,7 @@ forwards to the policy under test and writes down what it returned.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,12 @@ class RecordingPolicy(Policy):
 
     def bind_truth(self, truth: object) -> None:
         self.inner.bind_truth(truth)
+
+    def bind_true_sizes(self, iterations: Mapping[str, float]) -> None:
+        self.inner.bind_true_sizes(iterations)
+
+    def orders_by_size(self) -> bool:
+        return self.inner.orders_by_size()
 
     def describe(self) -> dict[str, object]:
         return self.inner.describe()

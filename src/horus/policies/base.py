@@ -15,6 +15,7 @@ state between calls but must not assume the same ``SchedulerState`` or ``Cluster
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,14 @@ class Policy(ABC):
     def bind_truth(self, truth: object) -> None:
         """Called by the backend only for ``is_oracle`` policies, before the first ``schedule``."""
         raise TypeError(f"policy {self.name!r} is not an oracle and must not receive the truth")
+
+    def bind_true_sizes(self, iterations: Mapping[str, float]) -> None:
+        """Called by the simulator only for ``is_oracle`` policies: every job's true length (policies that are not
+        oracles read only what the world announces in ``JobSpec.iterations``, ``horus.sim.sizes``)."""
+
+    def orders_by_size(self) -> bool:
+        """Whether the queue order ranks jobs by their announced length (refused where none is announced)."""
+        return bool(getattr(getattr(self, "order_rule", None), "reads_sizes", False))
 
     def node_placement(self) -> Placement | None:
         """The ``Placement`` whose ``evaluate`` is exactly this policy's decision for one job, if it has one: then

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import islice
 from typing import Any
 
@@ -71,8 +71,10 @@ class _Job:
 class TrueWorld:
     """The oracle's replica of the simulator's true state: residents, remaining work and true rates."""
 
-    def __init__(self, truth: TruthModel, cluster: Cluster, now: float) -> None:
+    def __init__(self, truth: TruthModel, cluster: Cluster, now: float,
+                 sizes: Mapping[str, float] | None = None) -> None:
         self.truth = truth
+        self.sizes = sizes if sizes is not None else {}  # true lengths (the specs carry what the world announced)
         self.cluster = cluster
         self.gpu_type: list[GPUType] = [g.gpu_type for g in cluster.gpus]
         self.capacity = [float(t.memory_mib) for t in self.gpu_type]
@@ -137,7 +139,11 @@ class TrueWorld:
         self.advance(state.now)
         for jid, run in running.items():
             if jid not in self.jobs:
-                self.add(run.spec, run.gpus, run.spec.iterations - run.iterations_done)
+                self.add(run.spec, run.gpus, self.length(run.spec) - run.iterations_done)
+
+    def length(self, spec: JobSpec) -> float:
+        """The job's true length (its announced one where the simulator gave none)."""
+        return self.sizes.get(spec.job_id, spec.iterations)
 
     def add(self, spec: JobSpec, gpus: tuple[int, ...], rem: float) -> None:
         solos = [self.solo(spec.job_type, self.gpu_type[g]) for g in gpus]
@@ -284,6 +290,7 @@ class TrueCompletionOracle(Policy):
         self.min_benefit_s = float(min_benefit_s)
         self.queue_effect = bool(queue_effect)
         self.truth: TruthModel | None = None
+        self.true_sizes: dict[str, float] = {}
         self.world: TrueWorld | None = None
         self.bypassed: dict[str, int] = {}
         self._rejected: set[str] = set()  # not worth co-locating under the current residents
@@ -295,6 +302,10 @@ class TrueCompletionOracle(Policy):
         if not isinstance(truth, TruthModel):
             raise TypeError(f"{self.name} needs a TruthModel, got {type(truth).__name__}")
         self.truth = truth
+        self.world = None
+
+    def bind_true_sizes(self, iterations: Mapping[str, float]) -> None:
+        self.true_sizes = dict(iterations)
         self.world = None
 
     def describe(self) -> dict[str, Any]:
@@ -310,7 +321,7 @@ class TrueCompletionOracle(Policy):
             raise OracleAccessError(f"{self.name} policy used before bind_truth(truth)")
         world = self.world
         if world is None or world.cluster is not state.cluster:
-            world = self.world = TrueWorld(self.truth, state.cluster, state.now)
+            world = self.world = TrueWorld(self.truth, state.cluster, state.now, self.true_sizes)
             self._rejected = set()
             self._gain_version = -1
         before = set(world.jobs)
@@ -344,7 +355,7 @@ class TrueCompletionOracle(Policy):
             gpus = self._pick_idle(job.spec, idle, world, idx)
             if gpus is None:
                 continue
-            world.add(job.spec, gpus, job.spec.iterations)
+            world.add(job.spec, gpus, world.length(job.spec))
             idle[list(gpus)] = False
             started[job.spec.job_id] = gpus
         return started
@@ -367,7 +378,7 @@ class TrueCompletionOracle(Policy):
         started: dict[str, tuple[int, ...]] = {}
         while rest:
             free = [world.free_time(g) for g in range(len(world.residents))]
-            durations = [job.spec.iterations * world.solo(job.spec.job_type, idx.main_type).iter_time_s
+            durations = [world.length(job.spec) * world.solo(job.spec.job_type, idx.main_type).iter_time_s
                          for job in rest]
             waits = list_schedule(free, rest, durations)
             best: tuple[float, int, tuple[int, ...]] | None = None
@@ -384,7 +395,7 @@ class TrueCompletionOracle(Policy):
             if best is None:
                 break
             job = rest.pop(best[1])
-            world.add(job.spec, best[2], job.spec.iterations)
+            world.add(job.spec, best[2], world.length(job.spec))
             started[job.spec.job_id] = best[2]
             self._rejected = set()  # the residents changed: every job's options did
         return started
@@ -413,8 +424,8 @@ class TrueCompletionOracle(Policy):
                 candidates = [found[0]]
         best: tuple[float, tuple[int, ...], tuple[list[str], list[float], list[float]]] | None = None
         for gpus in candidates:
-            eff = world.effect(spec, gpus, spec.iterations)
-            local = sum(eff[1]) - sum(eff[2]) - (waits[i] + spec.iterations * world.alone_iter_s(spec, gpus))
+            eff = world.effect(spec, gpus, world.length(spec))
+            local = sum(eff[1]) - sum(eff[2]) - (waits[i] + world.length(spec) * world.alone_iter_s(spec, gpus))
             if best is None or local < best[0]:
                 best = (local, gpus, eff)
         if best is None:
@@ -444,7 +455,7 @@ class TrueCompletionOracle(Policy):
         starts_without = list_schedule(free_without, rest, durations)
         starts_with = list_schedule(free_with, rest, durations, skip=i)
         queue = sum(w - o for n, (w, o) in enumerate(zip(starts_with, starts_without)) if n != i)
-        alone = starts_without[i] + spec.iterations * world.alone_iter_s(spec, gpus)
+        alone = starts_without[i] + world.length(spec) * world.alone_iter_s(spec, gpus)
         return sum(after) - sum(before) - alone + queue
 
     def _gains(self, spec: JobSpec, world: TrueWorld, idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:

@@ -58,12 +58,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--colocation", type=Path, help="co-location table (horus profile colocate) for --truth measured")
     p.add_argument("--interference-scale", type=float, default=1.0, metavar="S",
                    help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)); 0 = free, 1 = the truth (default)")
+    p.add_argument("--losing-pairs", type=float, default=0.0, metavar="F",
+                   help="make a seeded share F of job-type pairs lose when sharing a GPU (combined throughput "
+                        "0.6-0.95; docs/truth.md): a world where co-locating can cost (default 0: the truth)")
     p.add_argument("--predictor", default="physical",
                    help="predictor: physical (default; best on the held-out evaluation, docs/predictors.md), "
                         "analytic or learned")
     p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--interference-model", type=Path, metavar="DIR",
                    help="trained interference model (horus interference train) for the geng and horus-iasp policies")
+    p.add_argument("--sizes", default="estimate", choices=("estimate", "exact", "none"),
+                   help="what every policy is told of job lengths (docs/simulator.md, 'Job sizes'): estimate "
+                        "(default: the user's stated length, with early termination and misjudgement), exact "
+                        "(the true length: clairvoyant) or none (size-ordered policies are then left out)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
     p.add_argument("--seed", type=int, default=0, help="seed for the profile sampler (default 0)")
@@ -115,6 +122,8 @@ def _check_options(args: argparse.Namespace) -> None:
                                                       "none of them is among --policy")
     if not (math.isfinite(args.interference_scale) and 0 <= args.interference_scale <= 100):
         raise HorusInputError("--interference-scale", f"expected a number in [0, 100], got {args.interference_scale}")
+    if not (math.isfinite(args.losing_pairs) and 0 <= args.losing_pairs <= 1):
+        raise HorusInputError("--losing-pairs", f"expected a share in [0, 1], got {args.losing_pairs}")
     if args.out is not None:
         check_output_path(args.out, "--out")
 
@@ -182,6 +191,14 @@ def run_simulate(args: argparse.Namespace) -> int:
     for name in names:
         if name not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
+    if args.sizes == "none":
+        by_size = [name for name in names if POLICIES.create(name).orders_by_size()]
+        if by_size and args.policies:
+            raise HorusInputError("--sizes none", f"policy {by_size[0]!r} orders jobs by their length, which this "
+                                                  "world does not announce (use --sizes estimate or exact)")
+        if by_size:
+            print(f"horus: --sizes none: leaving out the size-ordered policies {', '.join(by_size)}", file=sys.stderr)
+            names = [name for name in names if name not in by_size]
     if args.interference_model is not None and not (args.interference_model / "model.json").is_file():
         raise HorusInputError(str(args.interference_model), "not a trained interference model (no model.json); "
                               "create one with: horus interference train")
@@ -194,6 +211,10 @@ def run_simulate(args: argparse.Namespace) -> int:
         from horus.truth.scaled import ScaledInterference
 
         truth = ScaledInterference(truth, args.interference_scale)
+    if args.losing_pairs > 0:
+        from horus.truth.losing_pairs import LosingPairs
+
+        truth = LosingPairs(truth, args.losing_pairs, seed=args.seed)
     predictor = build_predictor(args.predictor, args.predictor_dir)
     sampler = SAMPLERS.create(args.sampler, seed=args.seed)
     reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
@@ -209,7 +230,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     outdir = args.out or Path("results") / f"{Path(trace_path).stem}-{stamp}"
     log = sys.stderr if args.json else sys.stdout
     print(f"horus: {len(jobs)} jobs from {trace_path} ({fmt}) on {cluster.num_gpus} GPUs; truth={truth.name}, "
-          f"predictor={predictor.name}; policies: {', '.join(names)}", file=log)
+          f"predictor={predictor.name}; job sizes: {args.sizes}; policies: {', '.join(names)}", file=log)
     extra = {
         "command": ["horus", *sys.argv[1:]],
         "trace": {"path": str(trace_path), "format": fmt, "sha256": trace.sha256, "jobs": len(jobs),
@@ -224,7 +245,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     title = (f"{Path(trace_path).name} ({fmt}) on {Path(args.cluster).name if args.cluster else 'default cluster'} "
              f"({cluster.num_gpus} GPUs), truth {truth.name}")
     with OutputDir(outdir, "--out"):
-        summary = run_comparison(jobs, cluster, names, truth, predictor, SimConfig(), outdir, extra,
+        config = SimConfig(sizes=args.sizes, sizes_seed=args.seed)
+        summary = run_comparison(jobs, cluster, names, truth, predictor, config, outdir, extra,
                                  progress=not args.no_progress and not args.json, policy_options=options,
                                  title=title)
     print(format_table(summary["policies"]), file=log)

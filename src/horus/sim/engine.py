@@ -34,6 +34,7 @@ from horus.sim.metrics import (
     summarize,
     warn_below_bounds,
 )
+from horus.sim.sizes import size_knowledge
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
 
@@ -46,6 +47,8 @@ class SimConfig:
     max_oom_retries: int = 3  # out-of-memory failures tolerated; one more marks the job failed
     preempt_overhead_s: float = 30.0  # checkpoint-restore stall after restarting a preempted job
     timeline_points: int = 5000  # the timeline is downsampled to at most this many rows
+    sizes: str = "exact"  # what policies are told of job lengths (horus.sim.sizes): exact, estimate or none
+    sizes_seed: int = 0  # seed of the ``estimate`` draws
 
     def describe(self) -> dict[str, object]:
         return asdict(self)
@@ -98,7 +101,13 @@ class _Engine:
         self.truth = truth
         self.config = config
         self.state = SchedulerState(cluster, predictor)
+        self.sizes = size_knowledge(config.sizes, config.sizes_seed)
+        if not self.sizes.known and policy.orders_by_size():
+            raise HorusInputError("--sizes none", f"policy {policy.name!r} orders jobs by their length, which this "
+                                                  "world does not announce (use --sizes estimate or exact)")
         self.core = SchedulerCore(self.state, policy, self, truth=truth)
+        if policy.is_oracle:
+            policy.bind_true_sizes({s.job_id: s.iterations for s in jobs})
         self.events = EventQueue()
         self.arrivals = sorted(jobs, key=lambda s: s.submit_time)  # stable: ties keep input order
         self.next_arrival = 0
@@ -106,8 +115,8 @@ class _Engine:
         for spec in jobs:
             if spec.job_id in self.records:
                 raise HorusInputError("jobs", f"job_id {spec.job_id!r} appears twice")
-            if spec.num_gpus < 1 or not spec.iterations > 0:
-                raise HorusInputError("jobs", f"job {spec.job_id!r}: expected num_gpus >= 1 and iterations > 0")
+            if spec.num_gpus < 1 or not (spec.iterations > 0 and math.isfinite(spec.iterations)):
+                raise HorusInputError("jobs", f"job {spec.job_id!r}: expected num_gpus >= 1 and finite iterations > 0")
             self.records[spec.job_id] = JobRecord(spec)
         start = self.arrivals[0].submit_time if self.arrivals else 0.0
         self.metrics = MetricsRecorder(cluster, start)
@@ -207,7 +216,7 @@ class _Engine:
         if not self.core.admits(spec):
             self.records[spec.job_id].status = "rejected"  # it could never run here: do not block the queue
         else:
-            self.state.submit(spec, now)
+            self.state.submit(self.sizes.visible(spec), now)
         self._push_next_arrival()
         return True
 
@@ -244,12 +253,13 @@ class _Engine:
             return
         run = self.state.start(job_id, gpus, now)
         resumed = job_id in self.remaining
-        remaining = self.remaining.pop(job_id) if resumed else spec.iterations
+        work = record.spec.iterations  # the true length (``spec`` is what the policy was told)
+        remaining = self.remaining.pop(job_id) if resumed else work
         stall_until = now + self.config.preempt_overhead_s if resumed else now
-        live = _Live(spec, gpus, [s.iter_time_s for s in solos], self.comm_time(spec, gpus), remaining, now,
+        live = _Live(record.spec, gpus, [s.iter_time_s for s in solos], self.comm_time(spec, gpus), remaining, now,
                      stall_until, record)
         self.live[job_id] = live
-        run.iterations_done = spec.iterations - remaining
+        run.iterations_done = work - remaining
         if record.first_start != record.first_start:  # NaN: first real start
             record.first_start = now
         for g, s in zip(gpus, solos):

@@ -28,6 +28,7 @@ class SjfOrder(KeyedOrder):
     computed once, when it joins the queue (``KeyedOrder``)."""
 
     name = "sjf"
+    reads_sizes = True
 
     def key(self, job: QueuedJob, state: SchedulerState) -> tuple[float, float]:
         return predicted_remaining_s(job, state), job.queued_since
