@@ -240,6 +240,7 @@ def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
         "gpu_busy_allocated_mean": float(busy / allocated) if allocated > 0 else math.nan,
         "gpu_mem_occupancy_mean": float(mem_mean),
         "gpu_allocated_share": float(allocated / (n_gpus * span)) if span > 0 else math.nan,
+        "gpu_h_per_job": float(allocated / 3600.0 / len(completed)) if len(completed) else math.nan,
         "colocated_share": float(jobs["colocated"].mean()) if len(jobs) else math.nan,
         "mean_slowdown": _stat(completed["slowdown"], "mean"),
         "p95_slowdown": _stat(completed["slowdown"], "p95"),
@@ -273,6 +274,7 @@ def _bounds_and_goodput(jobs: pd.DataFrame, completed: pd.DataFrame, solo_s: dic
     stretch = completed["jct"].to_numpy(float) / solo_done if len(solo_done) else np.array([math.nan])
     return {
         "makespan_lower_bound_s": _makespan_bound(submit, fastest, gpus * solo / combined, t0, n_gpus),
+        "makespan_job_term_s": float(np.max(submit + fastest) - t0) if len(solo) else math.nan,
         "mean_jct_lower_bound_s": float(np.mean(fastest)) if len(solo) else math.nan,
         "makespan_exclusive_bound_s": _makespan_bound(submit, solo, gpus * solo, t0, n_gpus),
         "mean_jct_exclusive_bound_s": float(np.mean(solo)) if len(solo) else math.nan,
