@@ -38,6 +38,7 @@ class SweepSettings:
     predictor_dir: str | None = None
     sampler: str = "by-size-duration"
     max_jobs: int | None = None
+    sizes: str = "estimate"  # what policies are told of job lengths (horus.sim.sizes), as horus simulate
 
 
 def grid(policies: Sequence[str], traces: Sequence[str], seeds: Sequence[int], clusters: Sequence[str]) -> list[Cell]:
@@ -73,7 +74,8 @@ def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
     jobs = materialize(trace, truth, sampler, reference, seed=cell.seed)
     if settings.max_jobs is not None:
         jobs = jobs[: settings.max_jobs]
-    result = simulate(jobs, cluster, create_policy(cell.policy, has_truth=True), truth, predictor, SimConfig())
+    result = simulate(jobs, cluster, create_policy(cell.policy, has_truth=True), truth, predictor,
+                      SimConfig(sizes=settings.sizes, sizes_seed=cell.seed))
     return {**asdict(cell), "num_jobs": len(jobs), "num_gpus": cluster.num_gpus, "trace_sha256": trace.sha256,
             **result.summary, "events": result.events_processed, "sim_wall_s": result.wall_s,
             "cell_wall_s": time.perf_counter() - began}
@@ -94,6 +96,9 @@ def check_cells(cells: Sequence[Cell], settings: SweepSettings) -> None:
     for cell in cells:
         if cell.policy not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {cell.policy!r}; known: {', '.join(POLICIES.names())}")
+        if settings.sizes == "none" and POLICIES.create(cell.policy).orders_by_size():
+            raise HorusInputError("--sizes none", f"policy {cell.policy!r} orders jobs by their length, which this "
+                                                  "world does not announce (use --sizes estimate or exact)")
         for option, name in (("--trace", cell.trace), ("--cluster", cell.cluster)):
             if name != DEFAULT and not Path(name).is_file():
                 raise HorusInputError(option, f"{name}: no such file")
