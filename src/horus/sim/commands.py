@@ -29,6 +29,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("mean_slowdown", "mean slow", "{:.3f}"),
     ("p95_slowdown", "p95 slow", "{:.3f}"),
     ("oom_failures", "OOMs", "{:.0f}"),
+    ("oom_lost_job_h", "OOM lost job-h", "{:.2f}"),
     ("jobs_failed", "failed", "{:.0f}"),
     ("jobs_rejected", "rejected", "{:.0f}"),
 )
