@@ -31,6 +31,7 @@ MIN_NORMALIZED = 0.02  # floor of the fitted curve: a co-located job always make
 
 class MeasuredTruth(TruthModel):
     name = "measured"
+    memory_measured = True
 
     def __init__(self, solo_path: str | Path, coloc_path: str | Path | None = None, precision: str = "fp32",
                  measured_speed: float = 1.0, folds: int = 5, seed: int = 0) -> None:

@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="fmt", default="horus", help="format of every --trace: horus, philly or openb")
     p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
     p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--memory-truth", choices=("formula", "deviated"),
+                   help="true peak memory: deviated (default; the formula off by a deviation per job type fitted on "
+                        "measured trainings, docs/truth.md) or formula (the truth's own)")
     p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
     p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
@@ -105,6 +108,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from horus.sim.commands import SUMMARY_COLUMNS, format_table
     from horus.sim.outputs import environment, utc_timestamp, write_json, write_table
     from horus.sim.sweep_report import write_sweep_report
+    from horus.sim.world import memory_truth_for
 
     if args.max_jobs is not None and args.max_jobs < 1:
         raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
@@ -115,7 +119,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     settings = SweepSettings(fmt=args.fmt, truth=args.truth, gavel=str(args.gavel) if args.gavel else None,
                              predictor=args.predictor,
                              predictor_dir=str(args.predictor_dir) if args.predictor_dir else None,
-                             sampler=args.sampler, max_jobs=args.max_jobs, sizes=args.sizes)
+                             sampler=args.sampler, max_jobs=args.max_jobs, sizes=args.sizes,
+                             memory_truth=memory_truth_for(args.truth, args.memory_truth))
     cells = grid(policies, traces, parse_seeds(args.seeds), clusters)
     check_cells(cells, settings)
     if args.out is not None:  # before any simulation runs: a bad --out must not waste the sweep

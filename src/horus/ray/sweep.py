@@ -39,6 +39,7 @@ class SweepSettings:
     sampler: str = "by-size-duration"
     max_jobs: int | None = None
     sizes: str = "estimate"  # what policies are told of job lengths (horus.sim.sizes), as horus simulate
+    memory_truth: str = "formula"  # horus.sim.world.MEMORY_TRUTHS (the CLI's default: deviated)
 
 
 def grid(policies: Sequence[str], traces: Sequence[str], seeds: Sequence[int], clusters: Sequence[str]) -> list[Cell]:
@@ -65,7 +66,8 @@ def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
     began = time.perf_counter()
     cluster_path = _resolve(cell.cluster, "default_cluster.yaml")
     cluster = load_openb_cluster(cluster_path) if cluster_path.suffix.lower() == ".csv" else load_cluster(cluster_path)
-    truth = build_truth(settings.truth, Path(settings.gavel) if settings.gavel else None, cluster)
+    truth = build_truth(settings.truth, Path(settings.gavel) if settings.gavel else None, cluster,
+                        memory=settings.memory_truth)
     predictor = build_predictor(settings.predictor, Path(settings.predictor_dir) if settings.predictor_dir else None)
     fmt = settings.fmt if cell.trace != DEFAULT else "horus"
     trace = load_trace(_resolve(cell.trace, "default_trace.csv"), fmt)
@@ -91,7 +93,8 @@ def check_cells(cells: Sequence[Cell], settings: SweepSettings) -> None:
 
     from horus.sim.world import check_world_options
 
-    check_world_options(settings.truth, settings.gavel, settings.predictor, settings.predictor_dir)
+    check_world_options(settings.truth, settings.gavel, settings.predictor, settings.predictor_dir,
+                        memory_truth=None if settings.memory_truth == "formula" else settings.memory_truth)
     load_all("horus.policies")
     for cell in cells:
         if cell.policy not in POLICIES:

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from horus.sim.world import build_predictor, build_truth, check_world_options, embedded
+from horus.sim.world import MEMORY_TRUTHS, build_predictor, build_truth, check_world_options, embedded, memory_truth_for
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (summary key, column header, format)
@@ -29,6 +29,7 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("mean_slowdown", "mean slow", "{:.3f}"),
     ("p95_slowdown", "p95 slow", "{:.3f}"),
     ("oom_failures", "OOMs", "{:.0f}"),
+    ("oom_lost_job_h", "OOM lost job-h", "{:.2f}"),
     ("jobs_failed", "failed", "{:.0f}"),
     ("jobs_rejected", "rejected", "{:.0f}"),
 )
@@ -56,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
     p.add_argument("--profiles", type=Path, help="solo profile table (horus profile) for --truth measured")
     p.add_argument("--colocation", type=Path, help="co-location table (horus profile colocate) for --truth measured")
+    p.add_argument("--memory-truth", choices=MEMORY_TRUTHS,
+                   help="true peak memory: deviated (default; the formula off by a deviation per job type fitted on "
+                        "measured trainings, docs/truth.md) or formula (the truth's own); not with --truth measured")
     p.add_argument("--interference-scale", type=float, default=1.0, metavar="S",
                    help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)); 0 = free, 1 = the truth (default)")
     p.add_argument("--losing-pairs", type=float, default=0.0, metavar="F",
@@ -115,7 +119,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise HorusInputError("--format", "applies to --trace FILE, which was not given (the embedded workload is "
                                           "in horus format)")
     check_world_options(args.truth, args.gavel, args.predictor, args.predictor_dir, profiles=args.profiles,
-                        colocation=args.colocation)
+                        colocation=args.colocation, memory_truth=args.memory_truth)
     if args.interference_model is not None and args.policies \
             and not any(name in INTERFERENCE_POLICIES for name in args.policies):
         raise HorusInputError("--interference-model", f"is used only by {', '.join(INTERFERENCE_POLICIES)}; "
@@ -206,7 +210,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     from horus.sim.engine import SimConfig
     from horus.sim.runner import run_comparison  # matplotlib: seconds to import
 
-    truth = build_truth(args.truth, args.gavel, cluster, args.profiles, args.colocation)
+    memory_truth = memory_truth_for(args.truth, args.memory_truth)
+    truth = build_truth(args.truth, args.gavel, cluster, args.profiles, args.colocation, memory_truth)
     if args.interference_scale != 1.0:
         from horus.truth.scaled import ScaledInterference
 
@@ -238,6 +243,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         "cluster_spec": str(args.cluster or embedded("default_cluster.yaml")),
         "sampler": sampler.describe(),
         "seed": args.seed,
+        "memory_truth": memory_truth,
     }
     options: dict[str, dict[str, object]] = {}
     if args.interference_model is not None:

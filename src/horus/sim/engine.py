@@ -445,7 +445,8 @@ class _Engine:
         records = list(self.records.values())
         jobs = job_frame(records)
         end = float(jobs["end"].max()) if jobs["end"].notna().any() else self.metrics.start_time
-        summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations(), self.best_rates())
+        summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations(), self.best_rates(),
+                            oom_restart_s=self.config.oom_restart_s)
         warn_below_bounds(self.policy.name, summary)
         still = [(job_id, g, live.started, max(end, live.started), "running")
                  for job_id, live in self.live.items() for g in live.gpus]  # unfinished at the end of the run

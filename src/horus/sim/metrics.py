@@ -207,11 +207,12 @@ def _stat(values: pd.Series, fn: str) -> float:
 
 
 def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
-              solo_s: dict[str, float] | None = None,
-              best: Mapping[str, tuple[float, float]] | None = None) -> dict[str, float | int]:
+              solo_s: dict[str, float] | None = None, best: Mapping[str, tuple[float, float]] | None = None,
+              oom_restart_s: float = 0.0) -> dict[str, float | int]:
     """The summary dict (docs/metrics.md) from per-job records, the recorder's integrals, each
     admitted job's solo duration (for goodput and the bounds) and its (best normalized rate, best combined
-    throughput of a GPU it shares) (``horus.sim.bounds``; without it, the values of exclusive runs, 1 and 1)."""
+    throughput of a GPU it shares) (``horus.sim.bounds``; without it, the values of exclusive runs, 1 and 1),
+    and the delay before a job that failed out of memory is queued again (``SimConfig.oom_restart_s``)."""
     first_submit = recorder.start_time
     completed = jobs[jobs["status"] == "completed"]
     end = float(completed["end"].max()) if not completed.empty else recorder.now
@@ -245,9 +246,18 @@ def summarize(jobs: pd.DataFrame, recorder: MetricsRecorder, preemptions: int,
         "mean_slowdown": _stat(completed["slowdown"], "mean"),
         "p95_slowdown": _stat(completed["slowdown"], "p95"),
         "oom_failures": int(jobs["oom_failures"].sum()),
+        **_oom_costs(jobs, oom_restart_s),
         "preemptions": int(preemptions),
         **_bounds_and_goodput(jobs, completed, solo_s or {}, best or {}, first_submit, span, n_gpus),
     }
+
+
+def _oom_costs(jobs: pd.DataFrame, oom_restart_s: float) -> dict[str, float | int]:
+    """``oom_restarts``: out-of-memory failures after which the job was queued again (all but a failed job's last);
+    ``oom_lost_job_h``: job-hours spent sitting out those restart delays (docs/metrics.md, "Out of memory")."""
+    last = int(((jobs["status"] == "failed") & (jobs["oom_failures"] > 0)).sum())
+    restarts = int(jobs["oom_failures"].sum()) - last
+    return {"oom_restarts": restarts, "oom_lost_job_h": restarts * oom_restart_s / 3600.0}
 
 
 def _bounds_and_goodput(jobs: pd.DataFrame, completed: pd.DataFrame, solo_s: dict[str, float],

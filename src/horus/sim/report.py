@@ -33,6 +33,8 @@ COLUMNS: tuple[tuple[str, str, float, str], ...] = (
     ("mean_slowdown", "mean slowdown", 1, "{:.3f}"),
     ("p95_slowdown", "p95 slowdown", 1, "{:.3f}"),
     ("oom_failures", "OOM starts", 1, "{:.0f}"),
+    ("oom_restarts", "OOM restarts", 1, "{:.0f}"),
+    ("oom_lost_job_h", "job-h lost to OOM", 1, "{:.2f}"),
     ("preemptions", "preemptions", 1, "{:.0f}"),
     ("jobs_failed", "failed", 1, "{:.0f}"),
     ("jobs_rejected", "rejected", 1, "{:.0f}"),
@@ -68,7 +70,7 @@ pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: 0.8em; }
 svg text { font-size: 10px; fill: #444; }
 """
 LOWER_IS_BETTER = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s",
-                   "mean_slowdown", "p95_slowdown", "oom_failures", "jobs_failed"}
+                   "mean_slowdown", "p95_slowdown", "oom_failures", "oom_restarts", "oom_lost_job_h", "jobs_failed"}
 
 
 def _cell(value: Any, scale: float, fmt: str) -> str:

@@ -7,20 +7,33 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+MEMORY_TRUTHS = ("formula", "deviated")  # the truth's own memory; off it by the measured deviation (docs/truth.md)
+
 
 def embedded(name: str) -> Path:
     """Path of a file shipped in ``horus/data`` (the default trace and cluster)."""
     return Path(str(resources.files("horus.data").joinpath(name)))
 
 
+def memory_truth_for(truth: str, option: str | None) -> str:
+    """``--memory-truth`` as given, else ``deviated`` (``formula`` for ``--truth measured``: measured memory is
+    the real thing and is never deviated)."""
+    return option if option is not None else "formula" if truth == "measured" else "deviated"
+
+
 def check_world_options(truth: str, gavel: object, predictor: str, predictor_dir: object, *,
-                        profiles: object = None, colocation: object = None) -> None:
+                        profiles: object = None, colocation: object = None, memory_truth: str | None = None) -> None:
     """HorusInputError for an option the chosen truth or predictor would not read (so it is never silently
     ignored), or one they need and did not get. ``horus simulate`` and ``horus sweep`` both check here."""
     from horus.errors import HorusInputError
 
     if gavel is not None and truth != "gavel":
         raise HorusInputError("--gavel", f"is read only with --truth gavel (got --truth {truth})")
+    if memory_truth is not None and memory_truth not in MEMORY_TRUTHS:
+        raise HorusInputError("--memory-truth", f"expected one of {', '.join(MEMORY_TRUTHS)}, got {memory_truth!r}")
+    if memory_truth is not None and truth == "measured":
+        raise HorusInputError("--memory-truth", "is not read with --truth measured: its memory was measured on real "
+                                                "GPUs and is never deviated")
     for option, value in (("--profiles", profiles), ("--colocation", colocation)):
         if value is not None and truth != "measured":
             raise HorusInputError(option, f"is read only with --truth measured (got --truth {truth})")
@@ -31,7 +44,23 @@ def check_world_options(truth: str, gavel: object, predictor: str, predictor_dir
 
 
 def build_truth(name: str, gavel: Path | None, cluster: Any, profiles: Path | None = None,
-                colocation: Path | None = None) -> Any:
+                colocation: Path | None = None, memory: str = "formula") -> Any:
+    """The truth model ``name``; ``memory="deviated"`` wraps it in ``horus.truth.memory_deviation`` (seed 0, as
+    the truth itself), the parametric world then without its synthetic memory overhead."""
+    if memory not in MEMORY_TRUTHS:
+        from horus.errors import HorusInputError
+
+        raise HorusInputError("--memory-truth", f"expected one of {', '.join(MEMORY_TRUTHS)}, got {memory!r}")
+    truth = _build_truth(name, gavel, cluster, profiles, colocation, memory == "deviated")
+    if memory == "formula":
+        return truth
+    from horus.truth.memory_deviation import MemoryDeviation
+
+    return MemoryDeviation(truth)
+
+
+def _build_truth(name: str, gavel: Path | None, cluster: Any, profiles: Path | None, colocation: Path | None,
+                 deviated: bool) -> Any:
     from horus.errors import HorusInputError
     from horus.plugins import load_all
     from horus.truth.base import TRUTH_MODELS
@@ -53,6 +82,8 @@ def build_truth(name: str, gavel: Path | None, cluster: Any, profiles: Path | No
             raise HorusInputError("--truth measured", "needs --profiles FILE (and optionally --colocation FILE), "
                                                       "the tables written by horus profile / horus profile colocate")
         return TRUTH_MODELS.create(name, solo_path=profiles, coloc_path=colocation)
+    if name == "parametric" and deviated:
+        return TRUTH_MODELS.create(name, memory_overhead=False)
     return TRUTH_MODELS.create(name)
 
 

@@ -23,6 +23,7 @@ class TruthModel(ABC):
     """Ground truth for job types (``JobSpec.job_type`` keys) on GPU types."""
 
     name: str = "truth"
+    memory_measured: bool = False  # True when solo().mem_mib was measured on real GPUs (never deviated)
 
     @abstractmethod
     def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth: ...

@@ -8,7 +8,9 @@ Per job type ``<model>/b<batch>`` on a GPU type of relative ``speed`` (V100 = 1)
 * iteration time  = (t_gpu + t_host) x time deviation
 * solo util       = t_gpu / (t_gpu + t_host) x util deviation, clipped to [UTIL_FLOOR, 1]: a saturating
                     function of the work per iteration
-* memory          = memory.training_memory_mib(model, batch) x (1 + allocator overhead)
+* memory          = memory.training_memory_mib(model, batch) x (1 + allocator overhead); with
+                    ``memory_overhead=False`` the formula alone (``--memory-truth deviated`` then applies the
+                    measured deviation of ``horus.truth.memory_deviation`` instead of this synthetic one)
 
 The *deviations* are SYNTHETIC: deterministic per job type (seeded from a SHA-256 of ``seed`` and the
 job-type name): util and time lognormal (sigma UTIL_SIGMA, TIME_SIGMA), allocator/fragmentation overhead
@@ -86,8 +88,9 @@ class ParametricTruth(TruthModel):
 
     name = "parametric"
 
-    def __init__(self, seed: int = 0, slowdown: SlowdownParams | None = None) -> None:
+    def __init__(self, seed: int = 0, slowdown: SlowdownParams | None = None, memory_overhead: bool = True) -> None:
         self.seed = seed
+        self.memory_overhead = memory_overhead  # False: memory = the formula (the measured deviation replaces it)
         self.slowdown = slowdown or load_slowdown_params()
         self._solo = lru_cache(maxsize=None)(self._compute_solo)
         self._coloc: dict[tuple[str, tuple[str, ...]], tuple[float, ...]] = {}
@@ -113,7 +116,7 @@ class ParametricTruth(TruthModel):
         t_gpu, t_host = self.busy_and_host_time(info, batch, gpu_type.speed)
         util_factor, time_factor, mem_overhead = self.deviations(job_type)
         util = min(1.0, max(UTIL_FLOOR, t_gpu / (t_gpu + t_host) * util_factor))
-        mem = training_memory_mib(info, batch) * (1.0 + mem_overhead)
+        mem = training_memory_mib(info, batch) * (1.0 + (mem_overhead if self.memory_overhead else 0.0))
         return SoloTruth(util=util, mem_mib=mem, iter_time_s=(t_gpu + t_host) * time_factor)
 
     def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
@@ -145,5 +148,6 @@ class ParametricTruth(TruthModel):
             "family_host_s": FAMILY_HOST_S, "host_per_op_s": HOST_PER_OP_S,
             "synthetic_deviations": {"util_sigma": UTIL_SIGMA, "time_sigma": TIME_SIGMA,
                                      "mem_overhead": [MEM_OVERHEAD_MIN, MEM_OVERHEAD_MAX]},
-            "memory": "horus.truth.memory.training_memory_mib (adam, fp32) x (1 + overhead)",
+            "memory": "horus.truth.memory.training_memory_mib (adam, fp32)"
+                      + (" x (1 + overhead)" if self.memory_overhead else " (synthetic overhead off)"),
         }
