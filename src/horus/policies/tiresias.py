@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 
 from horus.policies.base import POLICIES, Action, Preempt, Start
-from horus.policies.orders.tiresias import DEFAULT_THRESHOLDS_GPU_S, TiresiasOrder
+from horus.policies.orders.tiresias import DEFAULT_THRESHOLDS_GPU_S, TiresiasOrder, queue_index
 from horus.policies.parts.las_preemption import las_victims
 from horus.policies.parts.ordered import PLACEMENTS, OrderedPolicy
 from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+
+__all__ = ["TiresiasPolicy", "queue_index"]  # queue_index: re-exported (it lived here)
 
 
 @POLICIES.register("tiresias")
