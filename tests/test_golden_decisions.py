@@ -1,6 +1,6 @@
 """Golden decisions: every registered policy's actions on two fixed small workloads, pinned.
 
-Each policy (and the co-location-off ablation of ``horus``) is simulated on a congested Poisson stream and
+Each policy (and the co-location-off ablations of ``horus`` and ``horus-las``) is simulated on a congested Poisson stream and
 a batch (``golden_workload``: generated, seeded, parametric truth, analytic predictor, 16 V100s) and every
 action it returns is compared with ``tests/golden/decisions/<label>.json``: the exact start and preemption
 sequence (time, job, GPUs) and the run's summary. Unlike ``test_policies_reference`` (frozen code, no
@@ -29,7 +29,8 @@ UPDATE = os.environ.get("HORUS_UPDATE_GOLDEN") == "1"
 WORKLOADS = (Workload("stream-load2.5", "stream", 2.5, 60, 4, 4, 3), Workload("batch", "batch", 1.0, 48, 4, 4, 5))
 VARIANTS: dict[str, tuple[str, dict[str, object]]] = {name: (name, {}) for name in POLICIES.names()}
 VARIANTS["horus-solo"] = ("horus", {"colocate": False})
-EXCLUSIVE = {"fifo-exclusive", "sjf-exclusive", "tiresias", "horus-solo"}
+VARIANTS["horus-las-solo"] = ("horus-las", {"colocate": False})
+EXCLUSIVE = {"fifo-exclusive", "sjf-exclusive", "tiresias", "horus-solo", "horus-las-solo"}
 SUMMARY_KEYS = ("makespan_s", "mean_jct_s", "p95_jct_s", "mean_wait_s", "colocated_share", "oom_failures",
                 "preemptions", "gpu_busy_allocated_mean")
 

@@ -21,11 +21,28 @@ restarted there at once), and after placing **migrates**: while GPUs stay idle, 
 the most remaining work (more than ``migrate_min_s`` of it) moves to an idle GPU (a preemption plus a
 checkpoint-restore stall). The policy never reads the truth. ``horus-paper`` keeps the original rule
 (summed predicted utilization under a cap, look-ahead over the queue) for reference.
+
+``horus-las`` is the non-clairvoyant form, compared with ``tiresias`` at equal information: Tiresias' 2D-LAS
+order, **no job size read** (``use_sizes=False``) and Tiresias' preemption (``preempt_s`` = 300 s):
+
+* sizes: a running job's time left (the wait avoided, the overlap's end, migration's "most work left") and a
+  queued job's run time (the overlap) are the ``ServiceHistory`` expectation from attained service alone (the
+  mean residual run time of the jobs seen to complete, ``parts/attained_service.py``); the critical path is off
+  ("longest" is a size); background co-runners are the LAS order's last jobs instead of the longest predicted.
+* preemption: after unpacking and placing (co-location is tried first: joining a busy GPU where it pays costs
+  no restart), at most once per ``preempt_s``, for the first ``max_preempt_for`` jobs still blocked it preempts
+  running jobs of a strictly lower priority queue, lowest priority and most service first, when that frees
+  enough GPUs (``parts/las_preemption.py``, shared with ``tiresias``). A co-located GPU is freed only when all
+  its residents are victims (a victim that frees nothing is dropped); jobs unpacked in the call, and jobs on a
+  GPU something was started on in it, are never victims; the freed GPUs are used at the next call (the call
+  does not migrate). ``colocate=False`` (``horus-las-solo``) is then Tiresias with Horus's exclusive placement
+  (the same on one GPU type); the telemetry tick (60 s, Tiresias' is 300 s) shifts when a due scan runs.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +53,13 @@ from horus.interference.slowdown import estimator_for
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.orders.sjf import SjfOrder, predicted_remaining_s
+from horus.policies.orders.tiresias import TiresiasOrder
+from horus.policies.parts.attained_service import ServiceHistory
 from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
 from horus.policies.parts.cycle import Cycle, migrate, unpack
 from horus.policies.parts.gpu_selection import select_gpus
-from horus.policies.parts.ordered import EPS, ORDERS, needs_empty_gpu
+from horus.policies.parts.las_preemption import las_victims
+from horus.policies.parts.ordered import EPS, ORDERS, KeyedOrder, needs_empty_gpu
 from horus.policies.placements.exclusive import ExclusivePlacement
 from horus.policies.placements.horus import HorusPlacement
 from horus.state import GPULoad, PlanMemo, QueuedJob, RunningJob, SchedulerState, gpu_share
@@ -97,11 +117,24 @@ class AdaptiveHorusPolicy(Policy):
                  migrate_min_s: float = 600.0, max_scan: int = 64, background: int = 8, gangs: str = "observed",
                  critical_path: bool | str = True, horizon_refresh_s: float = 300.0,
                  interference_model: str | None = None,
-                 prior_sigma: float = 0.15, colocate: bool = True, name: str | None = None) -> None:
+                 prior_sigma: float = 0.15, colocate: bool = True, use_sizes: bool = True,
+                 preempt_s: float | None = None, max_preempt_for: int = 4, thresholds: Sequence[float] | None = None,
+                 name: str | None = None) -> None:
         if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
             raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
         load_all("horus.policies")
-        self.order_rule = ORDERS.create(order)
+        if thresholds is not None and order != "tiresias":
+            raise ValueError("thresholds are the tiresias order's (attained GPU-seconds between priority queues)")
+        self.order_rule = ORDERS.create(order) if thresholds is None else ORDERS.create(order, thresholds=thresholds)
+        if not use_sizes and isinstance(self.order_rule, SjfOrder):
+            raise ValueError("the sjf order ranks jobs by their size: use_sizes=False needs another order")
+        if preempt_s is not None and not (isinstance(self.order_rule, TiresiasOrder) and preempt_s >= 0):
+            raise ValueError("preemption by priority needs the tiresias order and preempt_s >= 0")
+        self.use_sizes = use_sizes
+        self.history = None if use_sizes else ServiceHistory()  # size-free expectations (module docstring)
+        self.preempt_s, self.max_preempt_for = preempt_s, max_preempt_for
+        self._last_scan = -math.inf
+        self.preempted = 0
         self.exclusive = MemoryAwareExclusive(mem_margin)
         self.fractional = HorusPlacement()  # jobs that request a GPU fraction (gpu_fraction < 1)
         self.margin, self.kappa = margin, kappa
@@ -115,10 +148,14 @@ class AdaptiveHorusPolicy(Policy):
         if gangs not in ("off", "observed", "on"):
             raise ValueError(f"gangs must be off, observed or on, got {gangs!r}")
         self.gangs = gangs
-        self.critical_path = critical_path
+        self.critical_path = critical_path if use_sizes else False  # "longest" is a size: off without sizes
         self.horizon_refresh_s = horizon_refresh_s
         self._horizon, self._horizon_at, self._horizon_state = 0.0, -math.inf, None
-        self.background_order = SjfOrder()
+        # background co-runners come from this order's tail: the longest predicted jobs, or LAS's last
+        self.background_order: KeyedOrder = SjfOrder()
+        if not use_sizes:
+            assert isinstance(self.order_rule, KeyedOrder)
+            self.background_order = self.order_rule
         self.model_dir = interference_model
         self.prior_sigma = prior_sigma
         self.colocate = colocate and max_residents > 1
@@ -143,7 +180,10 @@ class AdaptiveHorusPolicy(Policy):
                 "kappa": self.kappa, "max_residents": self.max_residents, "mem_margin": self.mem_margin,
                 "unpack_below": self.unpack_below, "migrate": self.migrate, "migrate_min_s": self.migrate_min_s,
                 "colocate": self.colocate, "max_scan": self.max_scan, "background": self.background,
-                "gangs": self.gangs, "critical_path": self.critical_path,
+                "gangs": self.gangs, "critical_path": self.critical_path, "use_sizes": self.use_sizes,
+                "preempt_s": self.preempt_s,
+                **({"thresholds_gpu_s": list(self.order_rule.thresholds)}
+                   if isinstance(self.order_rule, TiresiasOrder) else {}),
                 **(self.tracker.describe() if self.tracker else {"interference_model": self.model_dir})}
 
     # ---- the decision step ----------------------------------------------------------------------
@@ -154,10 +194,13 @@ class AdaptiveHorusPolicy(Policy):
             self._predictor = state.predictor
             self._joins_learned = -1
         self.tracker.observe(state)
+        if self.history is not None:
+            self.history.observe(state)
         if self._joins_learned != self.tracker.samples or len(self._joins) > 65536:
             self._joins, self._joins_learned = {}, self.tracker.samples  # something new was learned: re-derive
         head = self.order_rule.head(state, self.max_scan) if state.queue else []
-        if self._quiet.recall(state) == (self.tracker.samples, head):
+        scan_due = self.preempt_s is not None and bool(state.queue) and state.now >= self._last_scan + self.preempt_s
+        if not scan_due and self._quiet.recall(state) == (self.tracker.samples, head):
             self._quiet.renew(state)
             return []  # nothing seen or changed since a call that found nothing to do
         self.idx = cluster_index(state.cluster)
@@ -166,10 +209,15 @@ class AdaptiveHorusPolicy(Policy):
         stopped: list[str] = []  # jobs unpacked this call
         if self.colocate:
             stopped = self._unpack(cycle)
-        blocked = 0
+        blocked: list[QueuedJob] = []
+        plan = _Plan()
         if state.queue:
-            blocked = self._place_queue(cycle, head)
-        if self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
+            blocked, plan = self._place_queue(cycle, head)
+        waiting = [job for job in blocked if job.spec.job_id not in plan.started] if scan_due else []
+        if waiting:
+            self._last_scan = state.now
+            self._preempt(cycle, waiting, stopped, plan)
+        elif self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
             self._migrate(cycle, stopped)
         self._quiet.remember(state, None if cycle.actions else (self.tracker.samples, head))
         return cycle.actions
@@ -193,12 +241,14 @@ class AdaptiveHorusPolicy(Policy):
         return stopped
 
     # ---- placing queued jobs ---------------------------------------------------------------------
-    def _place_queue(self, cycle: Cycle, head: list[QueuedJob]) -> int:
-        """Start what pays in queue order, then try the longest waiting jobs as background co-runners;
-        returns how many GPUs the jobs left waiting need."""
+    def _place_queue(self, cycle: Cycle, head: list[QueuedJob]) -> tuple[list[QueuedJob], _Plan]:
+        """Start what pays in queue order, then try the longest waiting jobs (LAS: its last) as background
+        co-runners; returns the jobs the queue-order walk left waiting (in that order; a few may have started
+        as background co-runners since) and the call's plan."""
         state, excl = cycle.state, self.exclusive
         excl.begin(cycle.load, state)
         plan = _Plan()
+        blocked: list[QueuedJob] = []
         blocked_gpus = 0
         snap: _Snapshot | None = None
         for job in self._critical(state) + head:
@@ -216,6 +266,7 @@ class AdaptiveHorusPolicy(Policy):
                 gpus = self._colocation(job, load, state, snap.wait(blocked_gpus + spec.num_gpus - idle_now), snap,
                                         plan)
             if gpus is None:
+                blocked.append(job)
                 blocked_gpus += spec.num_gpus
                 continue
             self._plan_start(cycle, job, gpus, plan)
@@ -227,7 +278,7 @@ class AdaptiveHorusPolicy(Policy):
                 gpus = self._colocation(job, cycle.load, state, snap.wait(blocked_gpus), snap, plan)
                 if gpus is not None:
                     self._plan_start(cycle, job, gpus, plan)
-        return blocked_gpus
+        return blocked, plan
 
     def _critical(self, state: SchedulerState) -> list[QueuedJob]:
         """The longest queued jobs whose predicted run time reaches past the remaining work horizon (all
@@ -238,7 +289,7 @@ class AdaptiveHorusPolicy(Policy):
         ``critical_path="tail"`` flags more: from the longest job down, every job longer than the GPU-time of
         the jobs from the longest to itself spread over the cluster (an LPT tail). It shortens the makespan of
         work-bound batches but costs mean JCT (docs/policies.md gives the measured trade-off)."""
-        if not self.critical_path:
+        if not self.critical_path:  # always off without sizes
             return []
         if self.critical_path == "tail":
             out: list[QueuedJob] = []
@@ -279,6 +330,23 @@ class AdaptiveHorusPolicy(Policy):
         for g in gpus:
             plan.signatures.pop(g, None)
 
+    def _run_left_s(self, run: RunningJob, state: SchedulerState) -> float:
+        """Seconds a running job is expected to keep its GPUs: remaining iterations at its observed rate (else
+        its predicted one); without sizes, the ``ServiceHistory`` expectation from its attained service."""
+        if self.history is not None:
+            return self.history.remaining_s(run.attained(state.now), run.spec.num_gpus)
+        rate = run.observed_rate
+        if not rate > 0:
+            pred = state.predict(run.spec, state.cluster.gpus[run.gpus[0]].gpu_type)
+            rate = 1.0 / pred.iter_time_s if pred.iter_time_s > 0 else math.inf
+        return run.iterations_left / rate
+
+    def _queued_left_s(self, job: QueuedJob, state: SchedulerState) -> float:
+        """A queued job's expected run time alone: predicted from its size, else from its attained service."""
+        if self.history is not None:
+            return self.history.remaining_s(job.attained_gpu_s, job.spec.num_gpus)
+        return predicted_remaining_s(job, state)
+
     def _snapshot(self, state: SchedulerState) -> _Snapshot:
         """Running jobs seen once per call: when GPUs free up, when each GPU's first resident ends, and
         each job's believed current normalized throughput (a gang's: its slowest GPU's)."""
@@ -293,12 +361,7 @@ class AdaptiveHorusPolicy(Policy):
                 jid = r.spec.job_id
                 x_now[jid] = min(x_now.get(jid, 1.0), x)
         for run in state.running.values():
-            spec = run.spec
-            rate = run.observed_rate
-            if not rate > 0:
-                pred = state.predict(spec, state.cluster.gpus[run.gpus[0]].gpu_type)
-                rate = 1.0 / pred.iter_time_s if pred.iter_time_s > 0 else math.inf
-            left = run.iterations_left / rate
+            left = self._run_left_s(run, state)
             for g in run.gpus:
                 last[g] = max(last[g], left)
                 first[g] = min(first[g], left)
@@ -370,7 +433,7 @@ class AdaptiveHorusPolicy(Policy):
         if gain - self.kappa * float(sigma[chosen].max()) < k * self.margin:
             return None
         loss = max(0.0, k - gain)
-        overlap = min(predicted_remaining_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
+        overlap = min(self._queued_left_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
         if k * wait - overlap * loss <= 0:
             return None
         return gpus
@@ -409,6 +472,22 @@ class AdaptiveHorusPolicy(Policy):
             lost += max(0.0, before.x[i] - after.x[i])
         return after.x[-1], lost, after.sigma, after.observed > 0
 
+    # ---- Tiresias' preemption (horus-las) ------------------------------------------------------------
+    def _preempt(self, cycle: Cycle, blocked: list[QueuedJob], stopped: list[str], plan: _Plan) -> None:
+        """For jobs still blocked after placing (co-location tried first), preempt running jobs of a strictly
+        lower LAS priority queue where that frees enough GPUs (``parts.las_preemption``, as ``tiresias``), on
+        the planned load. Jobs stopped earlier in the call and jobs on a GPU something was started on in it are
+        never victims; the GPUs freed are used at the next call."""
+        state = cycle.state
+        assert isinstance(self.order_rule, TiresiasOrder)
+        exclude = set(stopped)
+        for g in plan.types:
+            exclude.update(state.residents[g])
+        for jid in las_victims(blocked, state, cycle.load.n_residents, self.order_rule.thresholds,
+                               self.max_preempt_for, exclude):
+            cycle.stop(jid)
+            self.preempted += 1
+
     # ---- migration: spread co-located jobs onto GPUs that went idle --------------------------------
     def _migrate(self, cycle: Cycle, unpacked: list[str]) -> None:
         """Restart unpacked jobs on idle GPUs, then move co-located jobs with the most work left (at least
@@ -422,7 +501,7 @@ class AdaptiveHorusPolicy(Policy):
             if (jid in stopped or not run.observed_rate > 0 or gpu_share(run.spec) < 1.0 - EPS
                     or not (state.load.n_residents[list(run.gpus)] >= 2).any()):
                 continue
-            left = run.iterations_left / run.observed_rate
+            left = self._run_left_s(run, state)
             if left >= self.migrate_min_s:
                 movers.append((left, jid))
         if not movers:
@@ -452,5 +531,6 @@ def horus_fifo(**kwargs: Any) -> Policy:
 
 @POLICIES.register("horus-las")
 def horus_las(**kwargs: Any) -> Policy:
-    """``horus`` with Tiresias' discretised least-attained-service order (no preemption by priority)."""
-    return AdaptiveHorusPolicy(**{"order": "tiresias", **kwargs})
+    """``horus`` in Tiresias' world: discretised least-attained-service order and its preemption by priority
+    every ``preempt_s`` = 300 s, reading no job sizes (``use_sizes=False``)."""
+    return AdaptiveHorusPolicy(**{"order": "tiresias", "use_sizes": False, "preempt_s": 300.0, **kwargs})

@@ -11,8 +11,11 @@ import numpy as np
 
 from horus.policies.base import POLICIES, Action, Preempt, Start
 from horus.policies.orders.tiresias import DEFAULT_THRESHOLDS_GPU_S, TiresiasOrder, queue_index
+from horus.policies.parts.las_preemption import las_victims
 from horus.policies.parts.ordered import PLACEMENTS, OrderedPolicy
-from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
+from horus.state import GPULoad, QueuedJob, SchedulerState, gpu_share
+
+__all__ = ["TiresiasPolicy", "queue_index"]  # queue_index: re-exported (it lived here)
 
 
 @POLICIES.register("tiresias")
@@ -22,9 +25,9 @@ class TiresiasPolicy(OrderedPolicy):
     Each call first starts what fits in priority order (with backfill). Then, at most once per
     ``tick_s`` of simulated time, for the highest-priority waiting jobs that could not start it
     preempts running jobs of a strictly lower-priority queue (lowest priority, most service first)
-    when that frees enough GPUs. Preempted GPUs are used at the next call, not in the same one
-    (a call never starts a job on GPUs it preempts). Starvation promotion (the paper's PromoteKnob)
-    is not modelled.
+    when that frees enough GPUs (``parts.las_preemption``, shared with ``horus-las``). Preempted GPUs are
+    used at the next call, not in the same one (a call never starts a job on GPUs it preempts).
+    Starvation promotion (the paper's PromoteKnob) is not modelled.
     """
 
     def __init__(self, *, thresholds: Sequence[float] = DEFAULT_THRESHOLDS_GPU_S, tick_s: float = 300.0,
@@ -76,35 +79,10 @@ class TiresiasPolicy(OrderedPolicy):
         preempts: list[Preempt] = []
         if blocked and scan_due:
             self._last_preempt_scan = state.now
-            preempts = self._preemptions(blocked, state, n_idle=int((load.alloc_share <= 1e-9).sum()))
+            preempts = self._preemptions(blocked, state, load)
         self._remember(state, [] if preempts else blocked)  # a preemption frees GPUs: nothing is known blocked
         return actions + preempts
 
-    def _preemptions(self, blocked: list[QueuedJob], state: SchedulerState, n_idle: int) -> list[Preempt]:
-        thresholds = self.order_rule.thresholds
-        running: list[tuple[int, float, RunningJob]] = []
-        for run in state.running.values():
-            attained = run.attained(state.now)
-            running.append((queue_index(attained, thresholds), attained, run))
-        running.sort(key=lambda item: (-item[0], -item[1]))  # lowest priority, most service first
-        chosen: set[str] = set()
-        preempts: list[Preempt] = []
-        for job in blocked[: self.max_preempt_for]:
-            level = queue_index(job.attained_gpu_s, thresholds)
-            need = job.spec.num_gpus
-            victims: list[RunningJob] = []
-            freed = n_idle
-            for victim_level, _, run in running:
-                if freed >= need or victim_level <= level:
-                    break
-                if run.spec.job_id in chosen or gpu_share(run.spec) < 1.0:
-                    continue
-                victims.append(run)
-                freed += len(run.gpus)
-            if freed < need:
-                continue
-            for run in victims:
-                chosen.add(run.spec.job_id)
-                preempts.append(Preempt(run.spec.job_id))
-            n_idle = freed - need  # GPUs left over for the next blocked job
-        return preempts
+    def _preemptions(self, blocked: list[QueuedJob], state: SchedulerState, load: GPULoad) -> list[Preempt]:
+        victims = las_victims(blocked, state, load.n_residents, self.order_rule.thresholds, self.max_preempt_for)
+        return [Preempt(jid) for jid in victims]
