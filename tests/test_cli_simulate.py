@@ -30,6 +30,7 @@ def test_default_run_json_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert len(manifest["trace"]["sha256"]) == 64
     assert manifest["truth"]["name"] == "parametric" and manifest["predictor"]["name"] == "physical"
     assert manifest["predictor"]["params"]["provenance"]["calibrated"] is True
+    assert manifest["config"]["telemetry"] == "exact" and manifest["config"]["telemetry_options"] == {}
     for name in ("util_over_time.png", "jct_cdf.png", "queue_length.png", "summary.json"):
         assert (out / name).is_file()
 
@@ -44,6 +45,15 @@ def test_same_seed_same_summary(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert results[0] == results[1]
 
 
+def test_noisy_telemetry_is_recorded_in_the_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--max-jobs", "30", "--policy", "horus", "--telemetry", "noisy", "--telemetry-sigma",
+                 "0.1", "--seed", "3", "--out", str(tmp_path / "n"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"]["horus"]["jobs_completed"] == 30
+    config = json.loads((tmp_path / "n" / "manifest.json").read_text())["config"]
+    assert config["telemetry"] == "noisy"
+    assert config["telemetry_options"] == {"period_s": 60.0, "sigma": 0.1, "warmup_iterations": 50.0, "seed": 3}
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -51,6 +61,10 @@ def test_same_seed_same_summary(tmp_path: Path, capsys: pytest.CaptureFixture[st
         (["--truth", "nope"], "unknown truth model 'nope'"),
         (["--truth", "gavel"], "needs --gavel PATH"),
         (["--max-jobs", "0"], "--max-jobs: expected a positive integer"),
+        (["--telemetry", "nope"], "unknown telemetry model 'nope'"),
+        (["--telemetry-sigma", "0.1"], "--telemetry-sigma: applies to --telemetry noisy"),
+        (["--telemetry", "noisy", "--telemetry-period-s", "0"], "--telemetry-period-s: period_s must be"),
+        (["--telemetry", "noisy", "--telemetry-warmup", "-5"], "--telemetry-warmup: warmup_iterations must be"),
         (["--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
     ],
 )

@@ -406,7 +406,7 @@ def test_gpus_shared_with_a_gang_give_no_samples() -> None:
 def test_defaults_and_description() -> None:
     obs = tracker()
     assert obs.describe() == {"prior": {"interference_model": "table-prior", "interference_source": "test table"},
-                              "prior_sigma": 0.15, "obs_sigma": 0.05, "rescan_s": 1800.0}
+                              "prior_sigma": 0.15, "obs_sigma": 0.05, "rescan_s": 1800.0, "min_samples": 3, "max_samples": 32}
     assert obs.samples == 0
     prior = SlowdownEstimator(TableModel(), "test table")
     assert ObservedThroughput(prior=prior, rescan_s=5.0).rescan_s == 5.0

@@ -35,9 +35,12 @@ class RunningJob:
     start_time: float
     attained_gpu_s: float = 0.0  # including service before preemptions
     iterations_done: float = 0.0  # telemetry: progress reported by the job
-    observed_rate: float = 0.0  # telemetry: iterations per second right now
+    observed_rate: float = 0.0  # telemetry: iterations per second, as last reported (0: no rate yet)
     oom_failures: int = 0
     preemptions: int = 0
+    # telemetry: when the report behind ``observed_rate`` and ``iterations_done`` was made; None for continuous
+    # telemetry (the simulator's exact model, the live service), whose values are current
+    reported_at: float | None = None
 
     @property
     def iterations_left(self) -> float:

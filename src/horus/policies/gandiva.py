@@ -30,7 +30,9 @@ mini-batch boundaries; a preempted job here waits in the queue, in its arrival p
 checkpoint-restore stall when restarted), grow-shrink of a
 job's GPU count, migration for defragmentation or locality of multi-GPU jobs, its profiling of
 utilization and mini-batch time to pick packing candidates, and its per-user fairness. Unpacking needs a
-pair to have been observed once, i.e. it acts at the next scheduling call after the pair ran.
+pair to have been observed once, i.e. it acts at the next scheduling call after the pair ran (with periodic,
+noisy telemetry, ``SimConfig(telemetry="noisy")``: once the pair's set is settled, after
+``ObservedThroughput.min_samples`` reports).
 
 ``gandiva-greedy`` (FIFO x the ``gandiva`` placement of ``horus.policies.placements.gandiva``) is the earlier
 **strawman** kept for reference: it packs whenever memory fits (no per-GPU cap, no memory margin, gangs too)
@@ -172,7 +174,7 @@ class GandivaPolicy(Policy):
             if g in res.no_pack:
                 return False
             est = tracker.estimate([r.spec.job_type for r in runs], gpus_of[g].gpu_type)
-            return bool(est.observed and est.combined < self.unpack_below)
+            return bool(est.settled and est.combined < self.unpack_below)
 
         for run, g in unpack(cycle, loses):
             self.unpacked += 1
@@ -234,7 +236,7 @@ class GandivaPolicy(Policy):
             bad = verdict.get(key)
             if bad is None:
                 est = self.tracker.estimate([*key[1], spec.job_type], idx.types[key[0]])
-                bad = verdict[key] = bool(est.observed and est.combined < self.unpack_below)
+                bad = verdict[key] = bool(est.settled and est.combined < self.unpack_below)
             if bad:
                 ok[g] = False
         if not ok.any():

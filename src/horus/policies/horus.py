@@ -16,11 +16,12 @@ consolidated, best fit). Otherwise a single-GPU job may join a busy GPU, but onl
   costs every GPU it holds, so gangs only take idle GPUs and single jobs never join a gang's GPU).
 
 Each call first reads telemetry (``ObservedThroughput.observe``), then **unpacks** GPUs whose observed
-combined throughput is below ``unpack_below`` (the newest resident is preempted and, if a GPU is idle,
-restarted there at once), and after placing **migrates**: while GPUs stay idle, the co-located job with
-the most remaining work (more than ``migrate_min_s`` of it) moves to an idle GPU (a preemption plus a
-checkpoint-restore stall). The policy never reads the truth. ``horus-paper`` keeps the original rule
-(summed predicted utilization under a cap, look-ahead over the queue) for reference.
+combined throughput (with periodic, noisy reports: the set's settled mean) is below ``unpack_below`` (the
+newest resident is preempted and, if a GPU is idle, restarted there at once), and after placing **migrates**:
+while GPUs stay idle, the co-located job with the most remaining work (more than ``migrate_min_s`` of it) moves
+to an idle GPU (a preemption plus a checkpoint-restore stall). The policy never reads the truth.
+``horus-paper`` keeps the original rule (summed predicted utilization under a cap, look-ahead over the queue)
+for reference.
 
 ``horus-las`` is the non-clairvoyant form, compared with ``tiresias`` at equal information: Tiresias' 2D-LAS
 order, **no job size read** (``use_sizes=False``) and Tiresias' preemption (``preempt_s`` = 300 s):
@@ -233,6 +234,9 @@ class AdaptiveHorusPolicy(Policy):
             if any(not r.observed_rate > 0 or gpu_share(r.spec) < 1.0 - EPS for r in runs):
                 return False  # fractional jobs share by request (their placement is the exclusive one), not by choice
             gpu_type = state.cluster.gpus[g].gpu_type
+            reported = tracker.reported_estimate(runs, gpu_type)
+            if reported is not None:  # periodic noisy reports: the set's settled mean decides, not one report
+                return reported.settled and reported.combined < self.unpack_below
             return sum(min(1.0, r.observed_rate / tracker.solo_rate(r.spec, gpu_type, state)) for r in runs) \
                 < self.unpack_below
 
@@ -395,7 +399,7 @@ class AdaptiveHorusPolicy(Policy):
         own = np.ones(len(load.n_residents))  # the job's throughput per GPU (1 on idle GPUs)
         drop = np.zeros(len(own))  # throughput the residents lose per GPU
         sigma = np.zeros(len(own))
-        known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed
+        known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed (settled)
         for signature, members in self._signatures(shared, state, plan).items():
             key = (spec.job_type, signature)
             cache = plan.joins if signature[2] else self._joins  # a gang resident's current rate varies per call
@@ -455,7 +459,7 @@ class AdaptiveHorusPolicy(Policy):
 
     def _join(self, job_type: str, g: int, ids: list[str], extra: list[str], state: SchedulerState,
               snap: _Snapshot) -> tuple[float, float, float, bool] | None:
-        """(the job's throughput on GPU g, the residents' summed throughput loss, uncertainty, observed?) if it
+        """(the job's throughput on GPU g, the residents' summed throughput loss, uncertainty, settled?) if it
         joins."""
         assert self.tracker is not None
         runs = [state.running[j] for j in ids]
@@ -470,7 +474,7 @@ class AdaptiveHorusPolicy(Policy):
             lost += k_r * max(0.0, now - min(now, after.x[i]))
         for i in range(len(runs), len(types)):
             lost += max(0.0, before.x[i] - after.x[i])
-        return after.x[-1], lost, after.sigma, after.observed > 0
+        return after.x[-1], lost, after.sigma, after.settled
 
     # ---- Tiresias' preemption (horus-las) ------------------------------------------------------------
     def _preempt(self, cycle: Cycle, blocked: list[QueuedJob], stopped: list[str], plan: _Plan) -> None:

@@ -40,6 +40,7 @@ class SweepSettings:
     max_jobs: int | None = None
     sizes: str = "estimate"  # what policies are told of job lengths (horus.sim.sizes), as horus simulate
     memory_truth: str = "formula"  # horus.sim.world.MEMORY_TRUTHS (the CLI's default: deviated)
+    telemetry: str = "noisy"  # horus.sim.telemetry model, seeded by the cell's seed (as horus simulate)
 
 
 def grid(policies: Sequence[str], traces: Sequence[str], seeds: Sequence[int], clusters: Sequence[str]) -> list[Cell]:
@@ -77,7 +78,8 @@ def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
     if settings.max_jobs is not None:
         jobs = jobs[: settings.max_jobs]
     result = simulate(jobs, cluster, create_policy(cell.policy, has_truth=True), truth, predictor,
-                      SimConfig(sizes=settings.sizes, sizes_seed=cell.seed))
+                      SimConfig(sizes=settings.sizes, sizes_seed=cell.seed, telemetry=settings.telemetry,
+                                telemetry_options={"seed": cell.seed} if settings.telemetry == "noisy" else {}))
     return {**asdict(cell), "num_jobs": len(jobs), "num_gpus": cluster.num_gpus, "trace_sha256": trace.sha256,
             **result.summary, "events": result.events_processed, "sim_wall_s": result.wall_s,
             "cell_wall_s": time.perf_counter() - began}

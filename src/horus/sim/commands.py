@@ -77,7 +77,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(the true length: clairvoyant) or none (size-ordered policies are then left out)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
-    p.add_argument("--seed", type=int, default=0, help="seed for the profile sampler (default 0)")
+    p.add_argument("--telemetry", default="noisy", metavar="MODEL",
+                   help="what running jobs report to the policies: noisy (default: a report every period, log-normal "
+                        "rate noise, no rate before a warm-up after each (re)start) or exact (the true rate at once); "
+                        "docs/simulator.md, 'Telemetry'")
+    p.add_argument("--telemetry-period-s", type=float, metavar="S",
+                   help="noisy telemetry: seconds between reports (60)")
+    p.add_argument("--telemetry-sigma", type=float, metavar="SIGMA",
+                   help="noisy telemetry: sigma of the log-normal rate noise (0.05)")
+    p.add_argument("--telemetry-warmup", type=float, metavar="ITERS",
+                   help="noisy telemetry: iterations after the restore stall before a rate is reported (50)")
+    p.add_argument("--seed", type=int, default=0, help="seed for the profile sampler and noisy telemetry (default 0)")
     p.add_argument("--out", type=Path, help="results directory (default: results/<trace>-<UTC time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -130,6 +140,37 @@ def _check_options(args: argparse.Namespace) -> None:
         raise HorusInputError("--losing-pairs", f"expected a share in [0, 1], got {args.losing_pairs}")
     if args.out is not None:
         check_output_path(args.out, "--out")
+    telemetry_config(args)
+
+
+TELEMETRY_KNOBS = (  # (flag, argparse dest, option of the noisy model)
+    ("--telemetry-period-s", "telemetry_period_s", "period_s"),
+    ("--telemetry-sigma", "telemetry_sigma", "sigma"),
+    ("--telemetry-warmup", "telemetry_warmup", "warmup_iterations"),
+)
+
+
+def telemetry_config(args: argparse.Namespace) -> dict[str, Any]:
+    """``SimConfig`` keyword arguments of the telemetry options (HorusInputError for a bad model or knob)."""
+    from horus.errors import HorusInputError
+    from horus.sim.telemetry import TELEMETRY_MODELS, create_telemetry
+
+    if args.telemetry not in TELEMETRY_MODELS:
+        raise HorusInputError("--telemetry", f"unknown telemetry model {args.telemetry!r}; known: "
+                                             f"{', '.join(TELEMETRY_MODELS.names())}")
+    options: dict[str, Any] = {key: getattr(args, dest) for _, dest, key in TELEMETRY_KNOBS
+                               if getattr(args, dest) is not None}
+    if args.telemetry == "noisy":
+        options["seed"] = args.seed
+    elif options:
+        flag = next(flag for flag, dest, _ in TELEMETRY_KNOBS if getattr(args, dest) is not None)
+        raise HorusInputError(flag, f"applies to --telemetry noisy, not {args.telemetry}")
+    try:
+        create_telemetry(args.telemetry, options)
+    except ValueError as exc:
+        flag = next((f for f, _, key in TELEMETRY_KNOBS if key in str(exc)), "--telemetry")
+        raise HorusInputError(flag, str(exc)) from None
+    return {"telemetry": args.telemetry, "telemetry_options": options}
 
 
 def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str]:
@@ -235,7 +276,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     outdir = args.out or Path("results") / f"{Path(trace_path).stem}-{stamp}"
     log = sys.stderr if args.json else sys.stdout
     print(f"horus: {len(jobs)} jobs from {trace_path} ({fmt}) on {cluster.num_gpus} GPUs; truth={truth.name}, "
-          f"predictor={predictor.name}; job sizes: {args.sizes}; policies: {', '.join(names)}", file=log)
+          f"predictor={predictor.name}, telemetry={args.telemetry}; job sizes: {args.sizes}; policies: {', '.join(names)}", file=log)
     extra = {
         "command": ["horus", *sys.argv[1:]],
         "trace": {"path": str(trace_path), "format": fmt, "sha256": trace.sha256, "jobs": len(jobs),
@@ -251,7 +292,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     title = (f"{Path(trace_path).name} ({fmt}) on {Path(args.cluster).name if args.cluster else 'default cluster'} "
              f"({cluster.num_gpus} GPUs), truth {truth.name}")
     with OutputDir(outdir, "--out"):
-        config = SimConfig(sizes=args.sizes, sizes_seed=args.seed)
+        config = SimConfig(sizes=args.sizes, sizes_seed=args.seed, **telemetry_config(args))
         summary = run_comparison(jobs, cluster, names, truth, predictor, config, outdir, extra,
                                  progress=not args.no_progress and not args.json, policy_options=options,
                                  title=title)

@@ -35,6 +35,7 @@ from horus.sim.metrics import (
     warn_below_bounds,
 )
 from horus.sim.sizes import size_knowledge
+from horus.sim.telemetry import Attempt, TelemetryModel, create_telemetry
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
 
@@ -49,9 +50,16 @@ class SimConfig:
     timeline_points: int = 5000  # the timeline is downsampled to at most this many rows
     sizes: str = "exact"  # what policies are told of job lengths (horus.sim.sizes): exact, estimate or none
     sizes_seed: int = 0  # seed of the ``estimate`` draws
+    telemetry: str = "exact"  # what running jobs report (horus.sim.telemetry): exact or noisy
+    telemetry_options: dict[str, float] = field(default_factory=dict)  # keyword arguments of that model
+
+    def telemetry_model(self) -> TelemetryModel:
+        return create_telemetry(self.telemetry, self.telemetry_options)
 
     def describe(self) -> dict[str, object]:
-        return asdict(self)
+        out = asdict(self)
+        out["telemetry_options"] = {k: v for k, v in self.telemetry_model().describe().items() if k != "name"}
+        return out
 
 
 @dataclass
@@ -72,7 +80,7 @@ class _Live:
     """Truth-side bookkeeping of one running job."""
 
     __slots__ = ("spec", "job_type", "gpus", "worker_solo_s", "comm_s", "solo_rate", "rate", "remaining",
-                 "last", "stall_until", "version", "record", "started")
+                 "last", "stall_until", "version", "record", "started", "telemetry")
 
     def __init__(self, spec: JobSpec, gpus: tuple[int, ...], worker_solo_s: list[float], comm_s: float,
                  remaining: float, now: float, stall_until: float, record: JobRecord) -> None:
@@ -89,6 +97,7 @@ class _Live:
         self.version = -1
         self.record = record
         self.started = now
+        self.telemetry: Attempt | None = None  # what its reports follow (None: the engine writes the truth at once)
 
 
 class _Engine:
@@ -100,6 +109,7 @@ class _Engine:
         self.policy = policy
         self.truth = truth
         self.config = config
+        self.telemetry = config.telemetry_model()
         self.state = SchedulerState(cluster, predictor)
         self.sizes = size_knowledge(config.sizes, config.sizes_seed)
         if not self.sizes.known and policy.orders_by_size():
@@ -231,6 +241,8 @@ class _Engine:
         return True
 
     def _schedule(self, now: float) -> None:
+        if not self.telemetry.instant:
+            self._report(now)
         self.core.schedule(now)
         for job_id, reason in self.core.new_waits:  # the first reason each job had to wait
             record = self.records[job_id]
@@ -240,6 +252,15 @@ class _Engine:
         if wake is not None and not self.tick_pending and len(self.events):
             self.tick_pending = True
             self.events.push(wake, Tick())
+
+    def _report(self, now: float) -> None:
+        """Bring every running job's telemetry up to what it has reported by ``now`` (read just before the policy
+        is asked: no event per report, so reports do not change when the policy is called)."""
+        running, report = self.state.running, self.telemetry.report
+        for job_id, live in self.live.items():
+            if live.telemetry is not None:
+                run = running[job_id]
+                run.observed_rate, run.iterations_done, run.reported_at = report(live.telemetry, now)
 
     # ---- Executor: carry out checked actions -----------------------------------------------------
     def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
@@ -260,6 +281,7 @@ class _Engine:
                      stall_until, record)
         self.live[job_id] = live
         run.iterations_done = work - remaining
+        live.telemetry = self.telemetry.track(job_id, record.preemptions, now, stall_until, run.iterations_done)
         if record.first_start != record.first_start:  # NaN: first real start
             record.first_start = now
         for g, s in zip(gpus, solos):
@@ -399,9 +421,12 @@ class _Engine:
         live.version = self.version
         begin = now if now > live.stall_until else live.stall_until
         self.events.push(begin + live.remaining / rate, Completion(job_id, self.version))
-        run = self.state.running[job_id]
-        run.observed_rate = rate
-        run.iterations_done = live.spec.iterations - live.remaining
+        if live.telemetry is None:
+            run = self.state.running[job_id]
+            run.observed_rate = rate
+            run.iterations_done = live.spec.iterations - live.remaining
+        else:
+            live.telemetry.change(now, rate, live.spec.iterations - live.remaining)
         return True
 
     # ---- results -------------------------------------------------------------------------------

@@ -1,0 +1,172 @@
+"""What running jobs report to the scheduler in the simulator: ``RunningJob.observed_rate`` and ``iterations_done``.
+
+Models are registered by name in ``TELEMETRY_MODELS`` and chosen with ``SimConfig.telemetry`` (docs/simulator.md,
+"Telemetry"):
+
+* ``exact``: the true current rate and progress, written by the engine at every rate change (even during a
+  checkpoint-restore stall). Instant and noise-free; the world every golden decision was pinned in.
+* ``noisy``: what a real monitoring pipeline gives. A job reports every ``period_s`` seconds from its (re)start;
+  a report carries the progress at that time and the true rate in effect then times log-normal noise
+  ``exp(sigma z - sigma^2 / 2)`` (mean 1: an average of reports converges to the true rate), ``z`` a standard
+  normal drawn from (seed, job id, attempt, report index) so that runs are deterministic by seed. There is no
+  rate (``observed_rate = 0``) until ``warmup_iterations`` have run since the restore stall ended.
+  ``RunningJob.reported_at`` says when the report behind the values was made.
+
+Defaults of ``noisy`` (assumptions, not measurements; change them with ``telemetry_options``):
+
+* ``period_s = 60``: Prometheus' default ``scrape_interval`` is one minute and clusters commonly scrape every
+  10 s to 1 min; it is also the tick of the adaptive policies (``horus``, ``gandiva``), so a policy call sees
+  at most one new report per job.
+* ``sigma = 0.05``: data-parallel (PyTorch DDP) iteration times jitter by a few percent from input pipelines,
+  Python garbage collection, collective communication and GPU clock changes; a reported rate over a short
+  window keeps part of that. 5 % is a middle value; ``sigma = 0`` gives the periodic, lagging reports alone.
+* ``warmup_iterations = 50``: the first iterations of a (re)started job are slow and unrepresentative (CUDA
+  context and NCCL set-up, cuDNN autotuning of convolution algorithms with ``cudnn.benchmark``, allocator and
+  data-loader warm-up); training benchmarks commonly discard the first ten to a hundred iterations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from abc import ABC, abstractmethod
+from statistics import NormalDist
+from typing import NamedTuple
+
+from horus.registry import Registry
+
+_NORMAL = NormalDist()
+
+
+class Report(NamedTuple):
+    """What a running job reports: its rate (iterations/s; 0 = no rate yet), its progress and when it reported
+    (None: continuous telemetry, no report period)."""
+
+    rate: float
+    iterations_done: float
+    at: float | None
+
+
+class Attempt:
+    """One run of a job as its telemetry sees it: when it started, when its restore stall ends, its progress
+    then, and its true rate changes since, as ``(time, rate, progress at that time)``, oldest first."""
+
+    __slots__ = ("attempt", "changes", "job_id", "last", "stall_until", "start_progress", "started")
+
+    def __init__(self, job_id: str, attempt: int, started: float, stall_until: float, progress: float) -> None:
+        self.job_id = job_id
+        self.attempt = attempt
+        self.started = started
+        self.stall_until = stall_until
+        self.start_progress = progress
+        self.changes: list[tuple[float, float, float]] = []
+        self.last: tuple[int, Report] | None = None  # (report index, report) of the latest read
+
+    def change(self, now: float, rate: float, progress: float) -> None:
+        """The true rate became ``rate`` at ``now``, with ``progress`` iterations done by then."""
+        self.changes.append((now, rate, progress))
+        if self.last is not None and self.last[1].at is not None and now <= self.last[1].at:
+            self.last = None  # a change at the report's own time: read it again
+
+    def at(self, t: float) -> tuple[float, float]:
+        """(true rate in effect, iterations done) at time ``t``; changes before the one in effect are dropped
+        (reads go forward in time)."""
+        changes = self.changes
+        i = len(changes) - 1
+        while i >= 0 and changes[i][0] > t:
+            i -= 1
+        if i < 0:
+            return 0.0, self.start_progress
+        if i:
+            del changes[:i]
+        t0, rate, progress = changes[0]
+        return rate, progress + rate * max(0.0, t - max(t0, self.stall_until))
+
+
+class TelemetryModel(ABC):
+    """How running jobs' reports follow the truth. ``instant`` models are written by the engine at every rate
+    change; the others are read (``report``) just before each policy call."""
+
+    name = "telemetry"
+    instant = False
+
+    def track(self, job_id: str, attempt: int, now: float, stall_until: float, progress: float) -> Attempt | None:
+        """Bookkeeping of a job (re)started at ``now`` (``attempt``: its earlier starts), or None when instant."""
+        return None if self.instant else Attempt(job_id, attempt, now, stall_until, progress)
+
+    @abstractmethod
+    def report(self, run: Attempt, now: float) -> Report:
+        """What the job has reported by ``now``."""
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name}
+
+
+TELEMETRY_MODELS: Registry[TelemetryModel] = Registry("telemetry model")
+
+
+@TELEMETRY_MODELS.register("exact")
+class ExactTelemetry(TelemetryModel):
+    """The true rate and progress at the latest rate change, at once (the engine writes them)."""
+
+    name = "exact"
+    instant = True
+
+    def report(self, run: Attempt, now: float) -> Report:
+        if not run.changes:
+            return Report(0.0, run.start_progress, None)
+        _, rate, progress = run.changes[-1]
+        return Report(rate, progress, None)
+
+
+@TELEMETRY_MODELS.register("noisy")
+class NoisyTelemetry(TelemetryModel):
+    """Periodic reports after a warm-up, with log-normal rate noise (see the module docstring)."""
+
+    name = "noisy"
+
+    def __init__(self, period_s: float = 60.0, sigma: float = 0.05, warmup_iterations: float = 50.0,
+                 seed: int = 0) -> None:
+        if not (math.isfinite(period_s) and period_s > 0):
+            raise ValueError(f"period_s must be a positive number of seconds, got {period_s!r}")
+        if not (math.isfinite(sigma) and 0 <= sigma <= 1):
+            raise ValueError(f"sigma must be in [0, 1], got {sigma!r}")
+        if not (math.isfinite(warmup_iterations) and warmup_iterations >= 0):
+            raise ValueError(f"warmup_iterations must be >= 0, got {warmup_iterations!r}")
+        self.period_s = float(period_s)
+        self.sigma = float(sigma)
+        self.warmup_iterations = float(warmup_iterations)
+        self.seed = int(seed)
+
+    def report(self, run: Attempt, now: float) -> Report:
+        index = max(0, math.floor((now - run.started) / self.period_s))
+        last = run.last
+        if last is not None and last[0] == index:
+            return last[1]
+        at = run.started + index * self.period_s
+        rate, done = run.at(at)
+        if index == 0 or done - run.start_progress < self.warmup_iterations or not rate > 0:
+            rate = 0.0  # no report yet, or still warming up (the restore stall makes no progress)
+        else:
+            rate *= self.noise(run.job_id, run.attempt, index)
+        found = Report(rate, done, at)
+        run.last = (index, found)
+        return found
+
+    def noise(self, job_id: str, attempt: int, index: int) -> float:
+        """The multiplicative noise of one report: ``exp(sigma z - sigma^2 / 2)``, ``z`` standard normal from a hash."""
+        if self.sigma == 0:
+            return 1.0
+        digest = hashlib.blake2b(f"{self.seed}\0{job_id}\0{attempt}\0{index}".encode(), digest_size=8).digest()
+        u = (int.from_bytes(digest, "big") + 0.5) / 2.0**64  # in (0, 1)
+        return math.exp(self.sigma * _NORMAL.inv_cdf(u) - 0.5 * self.sigma ** 2)
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "period_s": self.period_s, "sigma": self.sigma,
+                "warmup_iterations": self.warmup_iterations, "seed": self.seed}
+
+
+def create_telemetry(name: str, options: dict[str, object] | None = None) -> TelemetryModel:
+    """The registered model ``name`` with ``options`` (KeyError for an unknown name, TypeError or ValueError for
+    bad options)."""
+    return TELEMETRY_MODELS.create(name, **dict(options or {}))
