@@ -30,7 +30,9 @@ def test_default_run_json_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert len(manifest["trace"]["sha256"]) == 64
     assert manifest["truth"]["name"] == "parametric" and manifest["predictor"]["name"] == "physical"
     assert manifest["predictor"]["params"]["provenance"]["calibrated"] is True
-    assert manifest["config"]["telemetry"] == "exact" and manifest["config"]["telemetry_options"] == {}
+    # the realistic world by default: stated job sizes, noisy telemetry seeded by --seed, deviated memory
+    assert manifest["config"]["telemetry"] == "noisy" and manifest["config"]["telemetry_options"]["seed"] == 0
+    assert manifest["config"]["sizes"] == "estimate" and manifest["memory_truth"] == "deviated"
     for name in ("util_over_time.png", "jct_cdf.png", "queue_length.png", "summary.json"):
         assert (out / name).is_file()
 
@@ -62,7 +64,7 @@ def test_noisy_telemetry_is_recorded_in_the_manifest(tmp_path: Path, capsys: pyt
         (["--truth", "gavel"], "needs --gavel PATH"),
         (["--max-jobs", "0"], "--max-jobs: expected a positive integer"),
         (["--telemetry", "nope"], "unknown telemetry model 'nope'"),
-        (["--telemetry-sigma", "0.1"], "--telemetry-sigma: applies to --telemetry noisy"),
+        (["--telemetry", "exact", "--telemetry-sigma", "0.1"], "--telemetry-sigma: applies to --telemetry noisy"),
         (["--telemetry", "noisy", "--telemetry-period-s", "0"], "--telemetry-period-s: period_s must be"),
         (["--telemetry", "noisy", "--telemetry-warmup", "-5"], "--telemetry-warmup: warmup_iterations must be"),
         (["--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),

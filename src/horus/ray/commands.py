@@ -34,6 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-jobs", type=int, help="use only the first N jobs of each trace")
     p.add_argument("--sizes", default="estimate", choices=("estimate", "exact", "none"),
                    help="what every policy is told of job lengths, as horus simulate --sizes (default estimate)")
+    p.add_argument("--telemetry", default="noisy", choices=("noisy", "exact"),
+                   help="what running jobs report, as horus simulate --telemetry (default noisy, seeded by the cell)")
     p.add_argument("--ray-address", help="Ray cluster to use (default: find one, or start one on this machine)")
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process, one after another")
     p.add_argument("--out", type=Path, help="results directory (default: results/sweep-<UTC time>)")
@@ -119,7 +121,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     settings = SweepSettings(fmt=args.fmt, truth=args.truth, gavel=str(args.gavel) if args.gavel else None,
                              predictor=args.predictor,
                              predictor_dir=str(args.predictor_dir) if args.predictor_dir else None,
-                             sampler=args.sampler, max_jobs=args.max_jobs, sizes=args.sizes,
+                             sampler=args.sampler, max_jobs=args.max_jobs, sizes=args.sizes, telemetry=args.telemetry,
                              memory_truth=memory_truth_for(args.truth, args.memory_truth))
     cells = grid(policies, traces, parse_seeds(args.seeds), clusters)
     check_cells(cells, settings)
