@@ -169,6 +169,11 @@ class AdaptiveHorusPolicy(Policy):
         self._joins_learned = -1
         self.unpacked = 0
         self.migrated = 0
+        # job types seen to fail out of memory (telemetry: a queued job's ``oom_failures``): their memory is
+        # under-predicted, so they share no GPU and no job joins a GPU holding one
+        self.oom_types: set[str] = set()
+        self._oom_hosts_key: tuple[int, int, int] | None = None
+        self._oom_hosts_mask = np.zeros(0, dtype=bool)
         # (tracker samples, queue head) of a call that found nothing to do, trusted while no job starts or stops
         self._quiet: PlanMemo[tuple[int, list[QueuedJob]] | None] = PlanMemo(None)
 
@@ -200,6 +205,9 @@ class AdaptiveHorusPolicy(Policy):
         if self._joins_learned != self.tracker.samples or len(self._joins) > 65536:
             self._joins, self._joins_learned = {}, self.tracker.samples  # something new was learned: re-derive
         head = self.order_rule.head(state, self.max_scan) if state.queue else []
+        for job in head:
+            if job.oom_failures and job.spec.job_type not in self.oom_types:
+                self.oom_types.add(job.spec.job_type)
         scan_due = self.preempt_s is not None and bool(state.queue) and state.now >= self._last_scan + self.preempt_s
         if not scan_due and self._quiet.recall(state) == (self.tracker.samples, head):
             self._quiet.renew(state)
@@ -321,8 +329,21 @@ class AdaptiveHorusPolicy(Policy):
         return out
 
     def _may_share(self, job: QueuedJob) -> bool:
-        return (self.colocate and not needs_empty_gpu(job) and gpu_share(job.spec) >= 1.0 - EPS
+        if needs_empty_gpu(job):  # it failed out of memory: its type's memory is under-predicted
+            self.oom_types.add(job.spec.job_type)
+            return False
+        return (self.colocate and job.spec.job_type not in self.oom_types and gpu_share(job.spec) >= 1.0 - EPS
                 and (job.spec.num_gpus == 1 or self.gangs != "off"))
+
+    def _oom_hosts(self, state: SchedulerState) -> np.ndarray:
+        """GPUs holding a job of a type that failed out of memory before (no one joins them), cached per load."""
+        key = (state.load_version, len(self.oom_types), id(state))
+        if self._oom_hosts_key != key:
+            hosts = np.zeros(state.cluster.num_gpus, dtype=bool)
+            for g in np.flatnonzero(state.load.n_residents >= 1).tolist():
+                hosts[g] = any(state.running[j].spec.job_type in self.oom_types for j in state.residents[g])
+            self._oom_hosts_key, self._oom_hosts_mask = key, hosts
+        return self._oom_hosts_mask
 
     def _plan_start(self, cycle: Cycle, job: QueuedJob, gpus: tuple[int, ...], plan: _Plan) -> None:
         spec = job.spec
@@ -388,6 +409,8 @@ class AdaptiveHorusPolicy(Policy):
         mem = job_mem_per_gpu(spec, state, idx)
         shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
                      & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
+        if self.oom_types:
+            shared_ok &= ~self._oom_hosts(state)
         idle = load.n_residents == 0
         allowed = idx.allowed(spec)
         if allowed is not None:
