@@ -141,3 +141,24 @@ def test_whole_gpu_jobs_avoid_idle_gpu_types_they_do_not_fit() -> None:
     started = AdaptiveHorusPolicy(colocate=False).schedule(state)
     kinds = sorted(state.cluster.gpus[a.gpus[0]].gpu_type.name for a in started)
     assert kinds == ["big", "small"]  # with no big GPU left, an idle GPU still takes the job
+
+
+class MemoryTruth(PairTruth):
+    """``PairTruth`` whose ``toya`` jobs need 10 GB (predicted: 1 GB) and ``toyb`` jobs 4 GB."""
+
+    def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
+        return SoloTruth(0.5, 10_000.0 if job_type.startswith("toya") else 4000.0, 1.0)
+
+
+def test_a_type_seen_to_fail_out_of_memory_shares_no_gpu_again() -> None:
+    """B's co-location with A fails out of memory (the prediction is 10x low): afterwards no job of that type shares
+    a GPU (C), and no job joins a GPU holding one (D), so no second failure happens."""
+    specs = [job("A", 0.0, 5000), job("B", 10.0, 1000), job("C", 100.0, 1000), job("D", 200.0, 1000, model="toyb")]
+    policy = POLICIES.create("horus")
+    result = simulate(specs, cluster(1, 1), policy, MemoryTruth(0.8), ConstPredictor())
+    jobs = result.jobs.set_index("job_id")
+    assert jobs.loc["B", "oom_failures"] == 1
+    assert jobs.loc["C", "oom_failures"] == 0 and jobs.loc["D", "oom_failures"] == 0
+    assert not jobs.loc["C", "colocated"] and jobs.loc["C", "first_start"] >= jobs.loc["A", "end"]
+    assert jobs.loc["D", "first_start"] >= jobs.loc["A", "end"]
+    assert policy.oom_types == {"toya/b1"}
