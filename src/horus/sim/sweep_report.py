@@ -30,6 +30,8 @@ SWEEP_COLUMNS: tuple[tuple[str, str, float, str, str], ...] = (
     ("colocated_share", "co-located (%)", 100, "{:.1f}", ""),
     ("preemptions", "preemptions", 1, "{:.0f}", ""),
     ("oom_failures", "OOM starts", 1, "{:.0f}", "low"),
+    ("oom_restarts", "OOM restarts", 1, "{:.1f}", "low"),
+    ("gpu_h_per_job", "GPU-h per job", 1, "{:.2f}", "low"),
 )
 Groups = dict[str, dict[str, dict[str, Any]]]  # group label -> policy -> row (means, "<key>_std", "seeds")
 
