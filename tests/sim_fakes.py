@@ -41,6 +41,21 @@ class ToyTruth(TruthModel):
         return [x] * len(job_types)
 
 
+class PairTruth(TruthModel):
+    """Every job: util 0.5, 4 GB, 1 s per iteration alone; any set of n shares the GPU at ``x`` each."""
+
+    name = "pair-truth"
+
+    def __init__(self, x: float) -> None:
+        self.x = x
+
+    def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
+        return SoloTruth(0.5, 4000.0, 1.0)
+
+    def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:
+        return [self.x] * len(job_types)
+
+
 class ConstPredictor(Predictor):
     """Believes every job is the same small job (never looks at any truth)."""
 

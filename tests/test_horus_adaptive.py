@@ -3,10 +3,9 @@ unpacking and migrating (simulated end to end against hand-written truths it nev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 
 import pytest
-from sim_fakes import ConstPredictor, cluster, job, toy_catalog_rows
+from sim_fakes import ConstPredictor, PairTruth, cluster, job, toy_catalog_rows
 
 import horus.catalog
 from horus.cluster import GPUType
@@ -16,7 +15,7 @@ from horus.policies.horus import AdaptiveHorusPolicy
 from horus.interference.observed import ObservedThroughput
 from horus.sim.engine import simulate
 from horus.state import SchedulerState
-from horus.truth.base import SoloTruth, TruthModel
+from horus.truth.base import SoloTruth
 
 PARAMS = {"toya": 25_000_000, "toyb": 1_000_000}
 
@@ -25,21 +24,6 @@ PARAMS = {"toya": 25_000_000, "toyb": 1_000_000}
 def toy_catalog(monkeypatch: pytest.MonkeyPatch) -> None:
     models = toy_catalog_rows(PARAMS)
     monkeypatch.setattr(horus.catalog, "load_catalog", lambda: models)
-
-
-class PairTruth(TruthModel):
-    """Every job: util 0.5, 4 GB, 1 s per iteration alone; any set of n shares the GPU at ``x`` each."""
-
-    name = "pair-truth"
-
-    def __init__(self, x: float) -> None:
-        self.x = x
-
-    def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
-        return SoloTruth(0.5, 4000.0, 1.0)
-
-    def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:
-        return [self.x] * len(job_types)
 
 
 def run(jobs, gpus: int, x: float, predictor: ConstPredictor | None = None, **options):

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 from golden_workload import RecordingPolicy, Workload
-from sim_fakes import ConstPredictor, cluster, job, toy_catalog_rows
+from sim_fakes import ConstPredictor, PairTruth, cluster, job, toy_catalog_rows
 
 import horus.catalog
-from horus.cluster import GPUType
 from horus.jobs import JobSpec
 from horus.policies.base import POLICIES
 from horus.policies.parts.attained_service import ServiceHistory
@@ -26,25 +25,9 @@ from horus.policies.parts.las_preemption import las_victims
 from horus.predict.analytic import AnalyticPredictor
 from horus.sim.engine import SimConfig, simulate
 from horus.state import QueuedJob, SchedulerState
-from horus.truth.base import SoloTruth, TruthModel
 
 GOLDEN = Path(__file__).parent / "golden" / "decisions"
 STREAM = Workload("stream-load2.5", "stream", 2.5, 60, 4, 4, 3)  # the golden stream workload
-
-
-class PairTruth(TruthModel):
-    """Every job: util 0.5, 4 GB, 1 s per iteration alone; any set of n shares the GPU at ``x`` each."""
-
-    name = "pair-truth"
-
-    def __init__(self, x: float) -> None:
-        self.x = x
-
-    def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
-        return SoloTruth(0.5, 4000.0, 1.0)
-
-    def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:
-        return [self.x] * len(job_types)
 
 
 @pytest.fixture
