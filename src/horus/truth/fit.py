@@ -412,13 +412,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit")
         target = Path(args.write_params) if args.write_params else Path(__file__).resolve().parents[1] / "data" / PARAMS_FILE
         command = (f"python -m horus.truth.fit --gavel <shared>/gavel/simulation_throughputs.json --gpu {args.gpu} "
                    f"--seed {args.seed} --both-at-solo {args.both_at_solo} --write-params")
-        if not _write_params(target, params_json(result, command)):
+        if not write_params(target, params_json(result, command)):
             return 2
         print(f"wrote {target}")
     return 0
 
 
-def _write_params(target: Path, data: dict) -> bool:
+def write_params(target: Path, data: dict) -> bool:
     """Write the fitted parameters (creating missing directories); False after a one-line error."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -450,7 +450,7 @@ def _main_physical(args: argparse.Namespace) -> int:
             "heldout_baseline_mae": round(result.heldout_baseline_mae, 5),
             "in_sample_mae": round(result.in_sample.mae, 5),
             "pair_sum": {k: round(v, 4) for k, v in result.pair_sum.items()}}}
-        if not _write_params(target, data):
+        if not write_params(target, data):
             return 2
         print(f"wrote {target}")
     return 0

@@ -234,12 +234,9 @@ def main(argv: list[str] | None = None, prog: str = "horus truth fit-memory") ->
     print(json.dumps(asdict(result), indent=2) if args.json else result.report())
     if args.write_params is not None:
         target = Path(args.write_params) if args.write_params else Path(__file__).resolve().parents[1] / "data" / PARAMS_FILE
-        data = result.params_json(f"{prog} --gpumemnet <shared>/gpumemnet --write-params")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(json.dumps(data, indent=2) + "\n")
-        except OSError as exc:
-            print(f"horus: error: --write-params: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
+        from horus.truth.fit import write_params
+
+        if not write_params(target, result.params_json(f"{prog} --gpumemnet <shared>/gpumemnet --write-params")):
             return 2
         print(f"wrote {target}", file=sys.stderr if args.json else sys.stdout)
     return 0
