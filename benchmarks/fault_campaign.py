@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "benchmarks") not in sys.path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
 import fault_analysis as fa  # beside this script
+from provenance import git_commit  # beside this script
 
 JOB_SCRIPT = ROOT / "benchmarks" / "fault_job.py"
 RESULTS = ROOT / "benchmarks" / "results"
@@ -681,17 +682,6 @@ def medium_onnx(mib: float, notes: list[str]) -> bytes | None:
                               [helper.make_tensor_value_info("X", TensorProto.FLOAT, [8, width])],
                               [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [8, width])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-
-
-def git_commit() -> str:
-    """The commit measured (noting uncommitted changes)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
 def versions() -> dict[str, str | None]:

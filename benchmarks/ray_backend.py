@@ -32,19 +32,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from provenance import git_commit  # beside this script
+
 RESULT = ROOT / "benchmarks" / "results" / "ray_backend.json"
-
-
-def git_commit() -> str:
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + (" (with uncommitted changes)" if dirty else "")
 
 
 def quantiles(values: list[float]) -> dict[str, float]:
