@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import httpx
 import uvicorn
 
 
@@ -208,3 +210,18 @@ def serve(app: Any, **config: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def wait_for_extender(client: httpx.Client, base: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Poll ``base``/healthz through ``client`` until it answers 200; fail with the process's output if it exited,
+    or after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if client.get(base + "/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        assert time.monotonic() < deadline, "extender did not come up"
+        time.sleep(0.1)

@@ -16,13 +16,12 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, serve
+from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, serve, wait_for_extender
 from tls_certs import make_certs
 
 from horus.cli import build_parser, main
@@ -118,17 +117,8 @@ def process(certs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) ->
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         base = f"https://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 60
             with httpx.Client(verify=_context(certs), timeout=2) as client:
-                while True:
-                    try:
-                        if client.get(base + "/healthz").status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-                    assert time.monotonic() < deadline, "extender did not come up"
-                    time.sleep(0.1)
+                wait_for_extender(client, base, proc)
             yield base, stub
         finally:
             proc.terminate()

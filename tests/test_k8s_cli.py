@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from horus.cli import main
-from k8s_helpers import StubAPIServer, gpu_node, gpu_pod
+from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, wait_for_extender
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -34,16 +34,8 @@ def test_extender_process_serves_the_verbs() -> None:
                                  "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-                assert time.monotonic() < deadline, "extender did not come up"
-                time.sleep(0.1)
+            with httpx.Client(timeout=1) as client:
+                wait_for_extender(client, base, proc)
             result = httpx.post(base + "/filter", json={"Pod": pods[0], "Nodes": None, "NodeNames": ["n1"]}).json()
             assert result["NodeNames"] == ["n1"]
             bind = {"PodName": "p", "PodNamespace": "default", "PodUID": "uid-p", "Node": "n1"}
