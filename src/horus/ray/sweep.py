@@ -93,6 +93,7 @@ def check_cells(cells: Sequence[Cell], settings: SweepSettings) -> None:
     from horus.policies.base import POLICIES
     from horus.traces.sampler import SAMPLERS
 
+    from horus.sim.sizes import size_ordered_error
     from horus.sim.world import check_world_options
 
     check_world_options(settings.truth, settings.gavel, settings.predictor, settings.predictor_dir,
@@ -102,8 +103,7 @@ def check_cells(cells: Sequence[Cell], settings: SweepSettings) -> None:
         if cell.policy not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {cell.policy!r}; known: {', '.join(POLICIES.names())}")
         if settings.sizes == "none" and POLICIES.create(cell.policy).orders_by_size():
-            raise HorusInputError("--sizes none", f"policy {cell.policy!r} orders jobs by their length, which this "
-                                                  "world does not announce (use --sizes estimate or exact)")
+            raise size_ordered_error(cell.policy)
         for option, name in (("--trace", cell.trace), ("--cluster", cell.cluster)):
             if name != DEFAULT and not Path(name).is_file():
                 raise HorusInputError(option, f"{name}: no such file")

@@ -237,10 +237,11 @@ def run_simulate(args: argparse.Namespace) -> int:
         if name not in POLICIES:
             raise HorusInputError("--policy", f"unknown policy {name!r}; known: {', '.join(POLICIES.names())}")
     if args.sizes == "none":
+        from horus.sim.sizes import size_ordered_error
+
         by_size = [name for name in names if POLICIES.create(name).orders_by_size()]
         if by_size and args.policies:
-            raise HorusInputError("--sizes none", f"policy {by_size[0]!r} orders jobs by their length, which this "
-                                                  "world does not announce (use --sizes estimate or exact)")
+            raise size_ordered_error(by_size[0])
         if by_size:
             print(f"horus: --sizes none: leaving out the size-ordered policies {', '.join(by_size)}", file=sys.stderr)
             names = [name for name in names if name not in by_size]

@@ -34,7 +34,7 @@ from horus.sim.metrics import (
     summarize,
     warn_below_bounds,
 )
-from horus.sim.sizes import size_knowledge
+from horus.sim.sizes import size_knowledge, size_ordered_error
 from horus.sim.telemetry import Attempt, TelemetryModel, create_telemetry
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
@@ -113,8 +113,7 @@ class _Engine:
         self.state = SchedulerState(cluster, predictor)
         self.sizes = size_knowledge(config.sizes, config.sizes_seed)
         if not self.sizes.known and policy.orders_by_size():
-            raise HorusInputError("--sizes none", f"policy {policy.name!r} orders jobs by their length, which this "
-                                                  "world does not announce (use --sizes estimate or exact)")
+            raise size_ordered_error(policy.name)
         self.core = SchedulerCore(self.state, policy, self, truth=truth)
         if policy.is_oracle:
             policy.bind_true_sizes({s.job_id: s.iterations for s in jobs})

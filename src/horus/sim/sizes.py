@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from horus.errors import HorusInputError
 from horus.jobs import JobSpec
 from horus.registry import Registry
 
@@ -144,3 +145,9 @@ def size_knowledge(name: str, seed: int = 0, **options: float) -> SizeKnowledge:
     if options:
         raise ValueError(f"size knowledge {name!r} takes no options, got {sorted(options)}")
     return SIZE_KNOWLEDGE.create(name)
+
+
+def size_ordered_error(policy: str) -> HorusInputError:
+    """The one-line error for a policy whose order ranks jobs by length, in a world that announces none."""
+    return HorusInputError("--sizes none", f"policy {policy!r} orders jobs by their length, which this world does not "
+                                           "announce (use --sizes estimate or exact)")
