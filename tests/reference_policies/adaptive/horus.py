@@ -1,0 +1,544 @@
+"""``horus``: co-locate only where it pays, learn from what running jobs show, undo what does not pay.
+
+A queue order (``sjf`` by predicted remaining time by default; ``fifo`` and Tiresias' LAS compose the
+same way) walks the queue. Each job takes idle GPUs when there are any (exclusive placement:
+consolidated, best fit). Otherwise a single-GPU job may join a busy GPU, but only when
+
+* the set's predicted combined normalized throughput, minus ``kappa`` times its uncertainty, exceeds
+  the residents' current combined throughput by ``margin`` or more (``horus.interference.observed``: the
+  running mean observed for that type set, else the prior -- by default the untrained summed-utilization
+  rule on predicted utilization -- corrected by each type's observed residual); and
+* co-locating shortens expected completion: the wait it avoids (when enough GPUs are predicted to
+  free up for the jobs ahead of it and itself, from running jobs' remaining iterations and observed
+  rates) exceeds the time lost to interference while they overlap (overlap x lost throughput);
+* memory fits with ``mem_margin`` of the card spare, at most ``max_residents`` share a GPU, and no
+  multi-GPU job is involved (gang-aware: a gang runs at its slowest worker and slowing one GPU of it
+  costs every GPU it holds, so gangs only take idle GPUs and single jobs never join a gang's GPU).
+
+Each call first reads telemetry (``ObservedThroughput.observe``), then **unpacks** GPUs whose observed
+combined throughput (with periodic, noisy reports: the set's settled mean) is below ``unpack_below`` (the
+newest resident is preempted and, if a GPU is idle, restarted there at once), and after placing **migrates**:
+while GPUs stay idle, the co-located job with the most remaining work (more than ``migrate_min_s`` of it) moves
+to an idle GPU (a preemption plus a checkpoint-restore stall). The policy never reads the truth.
+``horus-paper`` keeps the original rule (summed predicted utilization under a cap, look-ahead over the queue)
+for reference.
+
+``horus-las`` is the non-clairvoyant form, compared with ``tiresias`` at equal information: Tiresias' 2D-LAS
+order, **no job size read** (``use_sizes=False``) and Tiresias' preemption (``preempt_s`` = 300 s):
+
+* sizes: a running job's time left (the wait avoided, the overlap's end, migration's "most work left") and a
+  queued job's run time (the overlap) are the ``ServiceHistory`` expectation from attained service alone (the
+  mean residual run time of the jobs seen to complete, ``parts/attained_service.py``); the critical path is off
+  ("longest" is a size); background co-runners are the LAS order's last jobs instead of the longest predicted.
+* preemption: after unpacking and placing (co-location is tried first: joining a busy GPU where it pays costs
+  no restart), at most once per ``preempt_s``, for the first ``max_preempt_for`` jobs still blocked it preempts
+  running jobs of a strictly lower priority queue, lowest priority and most service first, when that frees
+  enough GPUs (``parts/las_preemption.py``, shared with ``tiresias``). A co-located GPU is freed only when all
+  its residents are victims (a victim that frees nothing is dropped); jobs unpacked in the call, and jobs on a
+  GPU something was started on in it, are never victims; the freed GPUs are used at the next call (the call
+  does not migrate). ``colocate=False`` (``horus-las-solo``) is then Tiresias with Horus's exclusive placement
+  (the same on one GPU type); the telemetry tick (60 s, Tiresias' is 300 s) shifts when a due scan runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from reference_policies.adaptive.observed import ObservedThroughput
+from horus.interference.slowdown import estimator_for
+from horus.plugins import load_all
+from horus.policies.base import Action, Policy, Start
+from horus.policies.orders.sjf import SjfOrder, predicted_remaining_s
+from horus.policies.orders.tiresias import TiresiasOrder
+from horus.policies.parts.attained_service import ServiceHistory
+from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
+from horus.policies.parts.cycle import Cycle, migrate, unpack
+from horus.policies.parts.gpu_selection import select_gpus
+from horus.policies.parts.las_preemption import las_victims
+from horus.policies.parts.ordered import EPS, ORDERS, KeyedOrder, needs_empty_gpu
+from horus.policies.placements.exclusive import ExclusivePlacement
+from horus.policies.placements.horus import HorusPlacement
+from horus.state import GPULoad, PlanMemo, QueuedJob, RunningJob, SchedulerState, gpu_share
+
+
+@dataclass
+class _Snapshot:
+    free_at: np.ndarray  # predicted seconds until each busy GPU is idle, ascending
+    first_end: np.ndarray  # per GPU: predicted seconds until its first resident ends (inf when idle)
+    x_now: dict[str, float]  # believed normalized throughput of co-located running jobs
+
+    def wait(self, gpus_needed: int) -> float:
+        """Predicted wait until ``gpus_needed`` GPUs have freed up (inf if never)."""
+        if gpus_needed <= 0:
+            return 0.0
+        return float(self.free_at[gpus_needed - 1]) if gpus_needed <= len(self.free_at) else math.inf
+
+
+@dataclass
+class _Plan:
+    types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types started on it this call
+    started: set[str] = field(default_factory=set)
+    no_gain: set[tuple[str, int, str | None]] = field(default_factory=set)  # (type, GPUs, request) with no paying GPU
+    signatures: dict[int, tuple] = field(default_factory=dict)  # GPU -> what a joining job meets there
+    joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = field(default_factory=dict)
+
+
+class MemoryAwareExclusive(ExclusivePlacement):
+    """Exclusive placement that avoids GPU types the job's predicted memory does not fit (with ``mem_margin``
+    spare) while some idle GPU of another type does; with none, the plain exclusive choice (an idle GPU takes
+    any job). Identical to ``exclusive`` on single-type clusters."""
+
+    def __init__(self, mem_margin: float) -> None:
+        self.mem_margin = mem_margin
+
+    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        cost = super().cost_per_gpu(job, load, state)
+        if cost is None or len(self.idx.types) == 1:
+            return cost
+        mem = job_mem_per_gpu(job.spec, state, self.idx)
+        fits = mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib
+        narrowed = np.where(fits, cost, np.inf)
+        return narrowed if np.isfinite(narrowed).sum() >= job.spec.num_gpus else cost
+
+
+class AdaptiveHorusPolicy(Policy):
+    """Exclusive first; co-locate a single-GPU job only where predicted gain and avoided wait pay; unpack
+    and migrate from telemetry. See the module docstring."""
+
+    acts_on_running = True
+    tick_s = 60.0  # telemetry period: running jobs' rates are read at least this often
+
+    def __init__(self, *, order: str = "sjf", margin: float = 0.1, kappa: float = 1.0, max_residents: int = 3,
+                 mem_margin: float = 0.1, unpack_below: float = 1.0, migrate: bool = True,
+                 migrate_min_s: float = 600.0, max_scan: int = 64, background: int = 8, gangs: str = "observed",
+                 critical_path: bool | str = True, horizon_refresh_s: float = 300.0,
+                 interference_model: str | None = None,
+                 prior_sigma: float = 0.15, colocate: bool = True, use_sizes: bool = True,
+                 preempt_s: float | None = None, max_preempt_for: int = 4, thresholds: Sequence[float] | None = None,
+                 name: str | None = None) -> None:
+        if max_residents < 1 or max_scan < 1 or not 0 <= mem_margin < 1:
+            raise ValueError("max_residents and max_scan must be >= 1 and mem_margin in [0, 1)")
+        load_all("horus.policies")
+        if thresholds is not None and order != "tiresias":
+            raise ValueError("thresholds are the tiresias order's (attained GPU-seconds between priority queues)")
+        self.order_rule = ORDERS.create(order) if thresholds is None else ORDERS.create(order, thresholds=thresholds)
+        if not use_sizes and isinstance(self.order_rule, SjfOrder):
+            raise ValueError("the sjf order ranks jobs by their size: use_sizes=False needs another order")
+        if preempt_s is not None and not (isinstance(self.order_rule, TiresiasOrder) and preempt_s >= 0):
+            raise ValueError("preemption by priority needs the tiresias order and preempt_s >= 0")
+        self.use_sizes = use_sizes
+        self.history = None if use_sizes else ServiceHistory()  # size-free expectations (module docstring)
+        self.preempt_s, self.max_preempt_for = preempt_s, max_preempt_for
+        self._last_scan = -math.inf
+        self.preempted = 0
+        self.exclusive = MemoryAwareExclusive(mem_margin)
+        self.fractional = HorusPlacement()  # jobs that request a GPU fraction (gpu_fraction < 1)
+        self.margin, self.kappa = margin, kappa
+        self.max_residents = max_residents
+        self.mem_margin = mem_margin
+        self.unpack_below = unpack_below
+        self.migrate = migrate
+        self.migrate_min_s = migrate_min_s
+        self.max_scan = max_scan
+        self.background = background
+        if gangs not in ("off", "observed", "on"):
+            raise ValueError(f"gangs must be off, observed or on, got {gangs!r}")
+        self.gangs = gangs
+        self.critical_path = critical_path if use_sizes else False  # "longest" is a size: off without sizes
+        self.horizon_refresh_s = horizon_refresh_s
+        self._horizon, self._horizon_at, self._horizon_state = 0.0, -math.inf, None
+        # background co-runners come from this order's tail: the longest predicted jobs, or LAS's last
+        self.background_order: KeyedOrder = SjfOrder()
+        if not use_sizes:
+            assert isinstance(self.order_rule, KeyedOrder)
+            self.background_order = self.order_rule
+        self.model_dir = interference_model
+        self.prior_sigma = prior_sigma
+        self.colocate = colocate and max_residents > 1
+        self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
+        self.tracker: ObservedThroughput | None = None
+        self._predictor: object = None
+        # ``_join`` answers for GPUs without gang residents, kept across calls while the tracker learns nothing
+        # new: they depend only on the job type, the GPU's signature and the tracker's estimates
+        self._joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = {}
+        self._joins_learned = -1
+        self.unpacked = 0
+        self.migrated = 0
+        # job types seen to fail out of memory (telemetry: a queued job's ``oom_failures``): their memory is
+        # under-predicted, so they share no GPU and no job joins a GPU holding one
+        self.oom_types: set[str] = set()
+        self._oom_hosts_key: tuple[int, int, int] | None = None
+        self._oom_hosts_mask = np.zeros(0, dtype=bool)
+        # (tracker samples, queue head) of a call that found nothing to do, trusted while no job starts or stops
+        self._quiet: PlanMemo[tuple[int, list[QueuedJob]] | None] = PlanMemo(None)
+
+    @property
+    def colocates(self) -> bool:  # type: ignore[override]
+        return self.colocate
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "oracle": False, "order": self.order_rule.name, "margin": self.margin,
+                "kappa": self.kappa, "max_residents": self.max_residents, "mem_margin": self.mem_margin,
+                "unpack_below": self.unpack_below, "migrate": self.migrate, "migrate_min_s": self.migrate_min_s,
+                "colocate": self.colocate, "max_scan": self.max_scan, "background": self.background,
+                "gangs": self.gangs, "critical_path": self.critical_path, "use_sizes": self.use_sizes,
+                "preempt_s": self.preempt_s,
+                **({"thresholds_gpu_s": list(self.order_rule.thresholds)}
+                   if isinstance(self.order_rule, TiresiasOrder) else {}),
+                **(self.tracker.describe() if self.tracker else {"interference_model": self.model_dir})}
+
+    # ---- the decision step ----------------------------------------------------------------------
+    def schedule(self, state: SchedulerState) -> list[Action]:
+        if self.tracker is None or self._predictor is not state.predictor:
+            self.tracker = ObservedThroughput(estimator_for(self.model_dir, state.predictor),
+                                              prior_sigma=self.prior_sigma)
+            self._predictor = state.predictor
+            self._joins_learned = -1
+        self.tracker.observe(state)
+        if self.history is not None:
+            self.history.observe(state)
+        if self._joins_learned != self.tracker.samples or len(self._joins) > 65536:
+            self._joins, self._joins_learned = {}, self.tracker.samples  # something new was learned: re-derive
+        head = self.order_rule.head(state, self.max_scan) if state.queue else []
+        for job in head:
+            if job.oom_failures and job.spec.job_type not in self.oom_types:
+                self.oom_types.add(job.spec.job_type)
+        scan_due = self.preempt_s is not None and bool(state.queue) and state.now >= self._last_scan + self.preempt_s
+        if not scan_due and self._quiet.recall(state) == (self.tracker.samples, head):
+            self._quiet.renew(state)
+            return []  # nothing seen or changed since a call that found nothing to do
+        self.idx = cluster_index(state.cluster)
+        self.exclusive.begin(state.load, state)
+        cycle = Cycle(state, lambda _spec, _gpus, _sign: self.exclusive.update(cycle.load, state))
+        stopped: list[str] = []  # jobs unpacked this call
+        if self.colocate:
+            stopped = self._unpack(cycle)
+        blocked: list[QueuedJob] = []
+        plan = _Plan()
+        if state.queue:
+            blocked, plan = self._place_queue(cycle, head)
+        waiting = [job for job in blocked if job.spec.job_id not in plan.started] if scan_due else []
+        if waiting:
+            self._last_scan = state.now
+            self._preempt(cycle, waiting, stopped, plan)
+        elif self.colocate and self.migrate and not blocked:  # idle GPUs a waiting job could need are left alone
+            self._migrate(cycle, stopped)
+        self._quiet.remember(state, None if cycle.actions else (self.tracker.samples, head))
+        return cycle.actions
+
+    # ---- introspection: undo co-locations that do not pay ---------------------------------------
+    def _unpack(self, cycle: Cycle) -> list[str]:
+        """Preempt the newest resident of every GPU whose observed combined throughput is below
+        ``unpack_below`` (each job's observed rate over its solo rate; a gang counts on all its GPUs)."""
+        assert self.tracker is not None
+        tracker, state = self.tracker, cycle.state
+
+        def loses(g: int, runs: list[RunningJob]) -> bool:
+            if any(not r.observed_rate > 0 or gpu_share(r.spec) < 1.0 - EPS for r in runs):
+                return False  # fractional jobs share by request (their placement is the exclusive one), not by choice
+            gpu_type = state.cluster.gpus[g].gpu_type
+            reported = tracker.reported_estimate(runs, gpu_type)
+            if reported is not None:  # periodic noisy reports: the set's settled mean decides, not one report
+                return reported.settled and reported.combined < self.unpack_below
+            return sum(min(1.0, r.observed_rate / tracker.solo_rate(r.spec, gpu_type, state)) for r in runs) \
+                < self.unpack_below
+
+        stopped = [run.spec.job_id for run, _ in unpack(cycle, loses)]
+        self.unpacked += len(stopped)
+        return stopped
+
+    # ---- placing queued jobs ---------------------------------------------------------------------
+    def _place_queue(self, cycle: Cycle, head: list[QueuedJob]) -> tuple[list[QueuedJob], _Plan]:
+        """Start what pays in queue order, then try the longest waiting jobs (LAS: its last) as background
+        co-runners; returns the jobs the queue-order walk left waiting (in that order; a few may have started
+        as background co-runners since) and the call's plan."""
+        state, excl = cycle.state, self.exclusive
+        excl.begin(cycle.load, state)
+        plan = _Plan()
+        blocked: list[QueuedJob] = []
+        blocked_gpus = 0
+        snap: _Snapshot | None = None
+        for job in self._critical(state) + head:
+            if job.spec.job_id in plan.started:
+                continue
+            spec, load = job.spec, cycle.load
+            if gpu_share(spec) < 1.0 - EPS:  # a requested share: placed by the paper's rule (memory, utilization)
+                self.fractional.begin(load, state)
+                gpus = self.fractional.place(job, load, state) if self.fractional.any_room() else None
+            else:
+                gpus = excl.place(job, load, state) if excl.any_room() else None
+            if gpus is None and self._may_share(job):
+                snap = snap or self._snapshot(state)
+                idle_now = int(cycle.idle().sum())
+                gpus = self._colocation(job, load, state, snap.wait(blocked_gpus + spec.num_gpus - idle_now), snap,
+                                        plan)
+            if gpus is None:
+                blocked.append(job)
+                blocked_gpus += spec.num_gpus
+                continue
+            self._plan_start(cycle, job, gpus, plan)
+        if self.colocate and self.background and blocked_gpus:
+            snap = snap or self._snapshot(state)
+            for job in self.background_order.tail(state, self.background):
+                if job.spec.job_id in plan.started or not self._may_share(job):
+                    continue
+                gpus = self._colocation(job, cycle.load, state, snap.wait(blocked_gpus), snap, plan)
+                if gpus is not None:
+                    self._plan_start(cycle, job, gpus, plan)
+        return blocked, plan
+
+    def _critical(self, state: SchedulerState) -> list[QueuedJob]:
+        """The longest queued jobs whose predicted run time reaches past the remaining work horizon (all
+        predicted work left, queued and running, spread over the cluster's GPUs): started later, they would
+        set the makespan, so they go first, longest first. The horizon is refreshed every
+        ``horizon_refresh_s`` seconds of state time (at least 5 % of the horizon).
+
+        ``critical_path="tail"`` flags more: from the longest job down, every job longer than the GPU-time of
+        the jobs from the longest to itself spread over the cluster (an LPT tail). It shortens the makespan of
+        work-bound batches but costs mean JCT (docs/policies.md gives the measured trade-off)."""
+        if not self.critical_path:  # always off without sizes
+            return []
+        if self.critical_path == "tail":
+            out: list[QueuedJob] = []
+            behind = 0.0  # GPU-seconds of the jobs from the longest down to this one
+            for job in self.background_order.tail(state, 32):
+                run_s = predicted_remaining_s(job, state)
+                behind += run_s * job.spec.num_gpus
+                if run_s * state.cluster.num_gpus <= behind:
+                    break
+                out.append(job)
+            return out
+        refresh = max(self.horizon_refresh_s, 0.05 * self._horizon)  # O(queue): rarely on long horizons
+        if state.now - self._horizon_at >= refresh or self._horizon_state is not state:
+            work = sum(predicted_remaining_s(job, state) * job.spec.num_gpus for job in state.queue.values())
+            for run in state.running.values():
+                if run.observed_rate > 0:
+                    work += run.iterations_left / run.observed_rate * run.spec.num_gpus
+            self._horizon = work / max(state.cluster.num_gpus, 1)
+            self._horizon_at, self._horizon_state = state.now, state
+        out = []
+        for job in self.background_order.tail(state, 8):
+            if predicted_remaining_s(job, state) < self._horizon:
+                break
+            out.append(job)
+        return out
+
+    def _may_share(self, job: QueuedJob) -> bool:
+        if needs_empty_gpu(job):  # it failed out of memory: its type's memory is under-predicted
+            self.oom_types.add(job.spec.job_type)
+            return False
+        return (self.colocate and job.spec.job_type not in self.oom_types and gpu_share(job.spec) >= 1.0 - EPS
+                and (job.spec.num_gpus == 1 or self.gangs != "off"))
+
+    def _oom_hosts(self, state: SchedulerState) -> np.ndarray:
+        """GPUs holding a job of a type that failed out of memory before (no one joins them), cached per load."""
+        key = (state.load_version, len(self.oom_types), id(state))
+        if self._oom_hosts_key != key:
+            hosts = np.zeros(state.cluster.num_gpus, dtype=bool)
+            for g in np.flatnonzero(state.load.n_residents >= 1).tolist():
+                hosts[g] = any(state.running[j].spec.job_type in self.oom_types for j in state.residents[g])
+            self._oom_hosts_key, self._oom_hosts_mask = key, hosts
+        return self._oom_hosts_mask
+
+    def _plan_start(self, cycle: Cycle, job: QueuedJob, gpus: tuple[int, ...], plan: _Plan) -> None:
+        spec = job.spec
+        cycle.start(spec, gpus)
+        for g in gpus:
+            plan.types.setdefault(g, []).append(spec.job_type)
+        plan.started.add(spec.job_id)
+        plan.no_gain.clear()  # the planned load changed
+        for g in gpus:
+            plan.signatures.pop(g, None)
+
+    def _run_left_s(self, run: RunningJob, state: SchedulerState) -> float:
+        """Seconds a running job is expected to keep its GPUs: remaining iterations at its observed rate (else
+        its predicted one); without sizes, the ``ServiceHistory`` expectation from its attained service."""
+        if self.history is not None:
+            return self.history.remaining_s(run.attained(state.now), run.spec.num_gpus)
+        rate = run.observed_rate
+        if not rate > 0:
+            pred = state.predict(run.spec, state.cluster.gpus[run.gpus[0]].gpu_type)
+            rate = 1.0 / pred.iter_time_s if pred.iter_time_s > 0 else math.inf
+        return run.iterations_left / rate
+
+    def _queued_left_s(self, job: QueuedJob, state: SchedulerState) -> float:
+        """A queued job's expected run time alone: predicted from its size, else from its attained service."""
+        if self.history is not None:
+            return self.history.remaining_s(job.attained_gpu_s, job.spec.num_gpus)
+        return predicted_remaining_s(job, state)
+
+    def _snapshot(self, state: SchedulerState) -> _Snapshot:
+        """Running jobs seen once per call: when GPUs free up, when each GPU's first resident ends, and
+        each job's believed current normalized throughput (a gang's: its slowest GPU's)."""
+        assert self.tracker is not None
+        n = state.cluster.num_gpus
+        last, first = np.zeros(n), np.full(n, np.inf)
+        x_now: dict[str, float] = {}
+        for g in np.flatnonzero(state.load.n_residents >= 2).tolist():
+            runs = [state.running[j] for j in state.residents[g]]
+            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
+            for r, x in zip(runs, est.x):
+                jid = r.spec.job_id
+                x_now[jid] = min(x_now.get(jid, 1.0), x)
+        for run in state.running.values():
+            left = self._run_left_s(run, state)
+            for g in run.gpus:
+                last[g] = max(last[g], left)
+                first[g] = min(first[g], left)
+        busy = state.load.n_residents > 0
+        return _Snapshot(np.sort(last[busy]), first, x_now)
+
+    def _colocation(self, job: QueuedJob, load: GPULoad, state: SchedulerState, wait: float, snap: _Snapshot,
+                    plan: _Plan) -> tuple[int, ...] | None:
+        """GPUs where starting ``job`` now (sharing at least one) pays most, or None.
+
+        Per candidate GPU: the job's predicted throughput there and the throughput its residents lose
+        (a gang resident loses on all its GPUs: ``k x`` the drop of its slowest worker). The job's
+        throughput is its slowest GPU's. Accept when (gain - kappa x sigma) >= margin per GPU and the
+        wait avoided exceeds the overlap x the throughput lost (both per GPU of the job).
+        """
+        assert self.tracker is not None
+        spec, idx, k = job.spec, self.idx, job.spec.num_gpus
+        if (spec.job_type, k, spec.gpu_type_request) in plan.no_gain:
+            return None  # an earlier job of this kind found no GPU worth sharing on this planned load
+        mem = job_mem_per_gpu(spec, state, idx)
+        shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
+                     & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
+        if self.oom_types:
+            shared_ok &= ~self._oom_hosts(state)
+        idle = load.n_residents == 0
+        allowed = idx.allowed(spec)
+        if allowed is not None:
+            shared_ok &= allowed
+            idle = idle & allowed
+        shared = np.flatnonzero(shared_ok)
+        if not len(shared) or len(shared) + int(idle.sum()) < k:
+            return None
+        own = np.ones(len(load.n_residents))  # the job's throughput per GPU (1 on idle GPUs)
+        drop = np.zeros(len(own))  # throughput the residents lose per GPU
+        sigma = np.zeros(len(own))
+        known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed (settled)
+        for signature, members in self._signatures(shared, state, plan).items():
+            key = (spec.job_type, signature)
+            cache = plan.joins if signature[2] else self._joins  # a gang resident's current rate varies per call
+            found = cache.get(key, False)
+            if found is False:
+                g = members[0]
+                found = cache[key] = self._join(spec.job_type, g, state.residents[g], plan.types.get(g, []), state,
+                                                snap)
+            where = np.array(members)
+            if found is None:
+                shared_ok[where] = False
+                continue
+            own[where], drop[where], sigma[where], known[where] = found
+        gain_per_gpu = own - drop
+        paying = shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)
+        if not paying.any():
+            plan.no_gain.add((spec.job_type, k, spec.gpu_type_request))
+            return None
+        feasible = paying | (idle if k > 1 else False)
+        if k == 1:
+            cost = np.where(feasible, -gain_per_gpu, np.inf)
+        else:
+            cost = np.where(feasible, 1.0 - gain_per_gpu, np.inf)
+        found_gpus = select_gpus(cost, k, idx)
+        if found_gpus is None:
+            return None
+        gpus = found_gpus[0]
+        chosen = np.array(gpus)
+        if not shared_ok[chosen].any():
+            return None  # all idle: exclusive placement would have taken them
+        if k > 1 and self.gangs == "observed" and not known[chosen[shared_ok[chosen]]].all():
+            return None  # a gang shares only where the sets it joins were seen to pay
+        x_job = float(own[chosen].min())
+        gain = k * x_job - float(drop[chosen].sum())
+        if gain - self.kappa * float(sigma[chosen].max()) < k * self.margin:
+            return None
+        loss = max(0.0, k - gain)
+        overlap = min(self._queued_left_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
+        if k * wait - overlap * loss <= 0:
+            return None
+        return gpus
+
+    def _signatures(self, shared: np.ndarray, state: SchedulerState, plan: _Plan) -> dict[tuple, list[int]]:
+        """Candidate GPUs grouped by what a joining job would meet there (GPU type, residents' types, gang
+        residents by id, types planned this call): one ``_join`` per group and job type."""
+        groups: dict[tuple, list[int]] = {}
+        sig_of = plan.signatures
+        for g in shared.tolist():
+            sig = sig_of.get(g)
+            if sig is None:
+                runs = [state.running[j] for j in state.residents[g]]
+                gangs = tuple(sorted(r.spec.job_id for r in runs if r.spec.num_gpus > 1))
+                sig = sig_of[g] = (int(self.idx.type_of_gpu[g]), tuple(r.spec.job_type for r in runs), gangs,
+                                   tuple(plan.types.get(g, ())))
+            groups.setdefault(sig, []).append(g)
+        return groups
+
+    def _join(self, job_type: str, g: int, ids: list[str], extra: list[str], state: SchedulerState,
+              snap: _Snapshot) -> tuple[float, float, float, bool] | None:
+        """(the job's throughput on GPU g, the residents' summed throughput loss, uncertainty, settled?) if it
+        joins."""
+        assert self.tracker is not None
+        runs = [state.running[j] for j in ids]
+        gpu_type = state.cluster.gpus[g].gpu_type
+        types = [r.spec.job_type for r in runs] + list(extra)
+        before = self.tracker.estimate(types, gpu_type)
+        after = self.tracker.estimate([*types, job_type], gpu_type)
+        lost = 0.0
+        for i, run in enumerate(runs):
+            k_r = run.spec.num_gpus
+            now = snap.x_now.get(run.spec.job_id, 1.0) if k_r > 1 else before.x[i]
+            lost += k_r * max(0.0, now - min(now, after.x[i]))
+        for i in range(len(runs), len(types)):
+            lost += max(0.0, before.x[i] - after.x[i])
+        return after.x[-1], lost, after.sigma, after.settled
+
+    # ---- Tiresias' preemption (horus-las) ------------------------------------------------------------
+    def _preempt(self, cycle: Cycle, blocked: list[QueuedJob], stopped: list[str], plan: _Plan) -> None:
+        """For jobs still blocked after placing (co-location tried first), preempt running jobs of a strictly
+        lower LAS priority queue where that frees enough GPUs (``parts.las_preemption``, as ``tiresias``), on
+        the planned load. Jobs stopped earlier in the call and jobs on a GPU something was started on in it are
+        never victims; the GPUs freed are used at the next call."""
+        state = cycle.state
+        assert isinstance(self.order_rule, TiresiasOrder)
+        exclude = set(stopped)
+        for g in plan.types:
+            exclude.update(state.residents[g])
+        for jid in las_victims(blocked, state, cycle.load.n_residents, self.order_rule.thresholds,
+                               self.max_preempt_for, exclude):
+            cycle.stop(jid)
+            self.preempted += 1
+
+    # ---- migration: spread co-located jobs onto GPUs that went idle --------------------------------
+    def _migrate(self, cycle: Cycle, unpacked: list[str]) -> None:
+        """Restart unpacked jobs on idle GPUs, then move co-located jobs with the most work left (at least
+        ``migrate_min_s`` at their current rate) onto GPUs that stay idle (exclusive placement)."""
+        state = cycle.state
+        if not cycle.idle().any():
+            return
+        stopped = set(unpacked) - {a.job_id for a in cycle.actions if isinstance(a, Start)}
+        movers: list[tuple[float, str]] = [(math.inf, jid) for jid in sorted(stopped)]
+        for jid, run in state.running.items():
+            if (jid in stopped or not run.observed_rate > 0 or gpu_share(run.spec) < 1.0 - EPS
+                    or not (state.load.n_residents[list(run.gpus)] >= 2).any()):
+                continue
+            left = self._run_left_s(run, state)
+            if left >= self.migrate_min_s:
+                movers.append((left, jid))
+        if not movers:
+            return
+        excl = self.exclusive
+        excl.begin(cycle.load, state)
+
+        def target(run: RunningJob) -> tuple[int, ...] | None:
+            load = cycle.load
+            gpus = excl.place(QueuedJob(run.spec, queued_since=state.now), load, state)
+            return None if gpus is None or (load.n_residents[list(gpus)] > 0).any() else gpus  # only onto idle GPUs
+
+        self.migrated += migrate(cycle, movers, target, restart=stopped, room=excl.any_room)

@@ -1,0 +1,327 @@
+"""What telemetry says about co-location: normalized throughputs learned from running jobs' observed rates.
+
+Policies may read telemetry of running jobs (``RunningJob.observed_rate``, iterations per second), never
+the truth. ``ObservedThroughput`` turns it into a belief about co-located *type sets* on a GPU type:
+
+* a single-GPU job alone on its GPU gives its own and its type's **solo rate** there (and the
+  predictor's speed bias on that GPU type: mean log of observed / predicted solo rate);
+* a GPU whose residents are all single-GPU jobs gives one sample of the set's **normalized throughputs**
+  ``x_i = rate_i / solo rate_i`` (the job's own solo rate if it ran alone, else its type's, else the
+  predicted ``1 / iter_time_s`` corrected by the speed bias).
+
+``estimate(types, gpu_type)`` answers for any set: the running mean of its samples when it was seen, with
+the uncertainty of that mean (below); otherwise the prior (an interference model's prediction, by default
+the untrained summed-utilization rule on predicted utilization) corrected by each member type's mean
+residual (observed minus prior) over the sets it was seen in, with uncertainty ``prior_sigma``. Multi-GPU
+jobs are not sampled (a gang's rate is set by its slowest worker and communication, so a per-GPU share
+cannot be read from it), nor are jobs without a model (the live service's placeholder belief; no job type).
+
+Telemetry comes in two kinds, told apart by ``RunningJob.reported_at``:
+
+* **continuous** (``None``: the simulator's ``exact`` model, the live service): a rate is the current one and
+  exact. A GPU is read when its residents change, while it waits for a rate, and every ``rescan_s``; a repeat
+  of a set's sample is not counted; one sample settles a set; a job's own solo rate is its latest.
+* **reported** (a time: the simulator's ``noisy`` model): a rate comes from a periodic, noisy report. A GPU is
+  read again whenever every resident has reported anew since its last reading (so samples are independent),
+  but only reports made after its residents last changed count (older ones describe another set). Samples are
+  not capped at 1 (capping noise biases the mean low; the estimate is), a job's own solo rate is the mean of
+  its reports, and a set is *settled* only after ``min_samples`` samples; after ``max_samples`` it is known
+  well enough and no longer read (each new sample makes the policies re-plan).
+
+The uncertainty of a set's mean is ``max(obs_sigma, s) / sqrt(n)`` over its ``n`` samples. For reported
+samples ``s`` is the spread (standard deviation) of their combined throughputs, pooled with one pseudo-sample
+of ``prior_sigma`` (one noisy report says nothing of the noise): ``s^2 = (prior_sigma^2 + sum of squared
+deviations) / n``. Continuous samples are exact (they differ only as solo references improve, which is no
+noise to average), so ``s = 0``: ``obs_sigma / sqrt(n)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from horus.cluster import Cluster, GPUType
+from horus.interference.slowdown import SlowdownEstimator
+from horus.jobs import JobSpec
+from horus.predict.base import Prediction
+
+
+class RunView(Protocol):
+    """What is read of a running job (``horus.state.RunningJob`` is one)."""
+
+    @property
+    def spec(self) -> JobSpec: ...
+
+    @property
+    def gpus(self) -> tuple[int, ...]: ...
+
+    @property
+    def observed_rate(self) -> float: ...
+
+    @property
+    def reported_at(self) -> float | None: ...
+
+
+class TelemetryView(Protocol):
+    """What ``ObservedThroughput`` reads of the scheduler's state (``horus.state.SchedulerState`` is one): the
+    running jobs' telemetry and predictions, never the truth."""
+
+    @property
+    def now(self) -> float: ...
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def gpu_changes(self) -> np.ndarray: ...
+
+    @property
+    def residents(self) -> list[list[str]]: ...
+
+    @property
+    def running(self) -> Mapping[str, RunView]: ...
+
+    def predict(self, spec: JobSpec, gpu_type: GPUType) -> Prediction: ...
+
+
+@dataclass
+class SetEstimate:
+    """Belief about one co-located set: each member's normalized throughput and the sum's uncertainty."""
+
+    x: list[float]  # in the order the types were given
+    sigma: float  # standard uncertainty of sum(x)
+    observed: int  # samples behind it (0: prior)
+    settled: bool = False  # enough samples to act on: one continuous sample, or ``min_samples`` reported ones
+
+    @property
+    def combined(self) -> float:
+        return float(sum(self.x))
+
+
+class ObservedThroughput:
+    """Solo rates and co-located set throughputs learned from ``RunningJob.observed_rate`` (no truth).
+
+    Call ``observe(state)`` at the start of every scheduling call; it reads only GPUs whose residents
+    changed since the last call (``SchedulerState.gpu_changes``: any arrival or departure, even of a job
+    with the same predicted load), plus those still waiting for a first rate, those with new reports, and
+    all GPUs every ``rescan_s`` seconds of state time, so drifting live telemetry is followed.
+    """
+
+    def __init__(self, prior: SlowdownEstimator, *, prior_sigma: float = 0.15, obs_sigma: float = 0.05,
+                 rescan_s: float = 1800.0, min_samples: int = 3, max_samples: int = 32) -> None:
+        if not 1 <= min_samples <= max_samples:
+            raise ValueError(f"expected 1 <= min_samples <= max_samples, got {min_samples} and {max_samples}")
+        self.prior = prior
+        self.prior_sigma = prior_sigma
+        self.obs_sigma = obs_sigma
+        self.rescan_s = rescan_s
+        self.min_samples = min_samples
+        self.max_samples = max_samples
+        self.solo: dict[tuple[str, str], tuple[float, int]] = {}  # (type, gpu type) -> (mean rate, n)
+        self.sets: dict[tuple[str, tuple[str, ...]], tuple[np.ndarray, int]] = {}  # (gpu, sorted types) -> (x, n)
+        # (gpu, sorted types) -> (sum of squared deviations of the combined samples, any reported sample)
+        self.spread: dict[tuple[str, tuple[str, ...]], tuple[float, bool]] = {}
+        self.residual: dict[tuple[str, str], tuple[float, int]] = {}  # (type, gpu type) -> (mean obs - prior, n)
+        self.job_solo: dict[tuple[str, str], float] = {}  # (job id, gpu type) -> its own rate alone
+        self._job_solo_n: dict[tuple[str, str], int] = {}  # (job id, gpu type) -> reports averaged in job_solo
+        self.log_bias: dict[str, tuple[float, int]] = {}  # gpu type -> mean log(observed / predicted solo rate)
+        self._changes: np.ndarray | None = None  # state.gpu_changes at the last call
+        self._pending: set[int] = set()
+        self._last_scan = -math.inf
+        self._state: TelemetryView | None = None
+        self._changed_at: dict[int, float] = {}  # GPU -> state time its residents were last seen to change
+        self._read: dict[int, dict[str, float]] = {}  # GPU -> its residents' report times at its latest reading
+        self._seen: dict[str, float] = {}  # job id -> its latest report time seen
+        self._reported = False  # some job's telemetry came in reports (then new reports are looked for)
+        self.samples = 0
+        self._cache: dict[tuple[str, tuple[str, ...]], SetEstimate] = {}
+        self._cache_version = -1
+
+    # ---- learning -------------------------------------------------------------------------------
+    def observe(self, state: TelemetryView) -> None:
+        """Record what the running jobs' rates say now (cost follows the GPUs that changed)."""
+        changes = state.gpu_changes
+        fresh = state is not self._state or self._changes is None or len(self._changes) != len(changes)
+        if fresh or state.now - self._last_scan >= self.rescan_s:
+            changed = np.arange(len(changes))
+            moved = changed if fresh else np.flatnonzero(changes != self._changes)
+            if state is not self._state:  # another cluster (the live service rebuilt it): old indices mean nothing
+                self._pending, self._read, self._seen = set(), {}, {}
+            self._state, self._last_scan = state, state.now
+        else:
+            changed = moved = np.flatnonzero(changes != self._changes)
+        self._changes = changes.copy()
+        for g in moved.tolist():
+            self._changed_at[g] = state.now
+        gpus = set(changed.tolist()) | self._pending
+        if self._reported:
+            gpus |= self._new_reports(state)
+        gpus = {g for g in gpus if g < len(changes)}
+        self._pending = set()
+        for g in gpus:
+            if not self._observe_gpu(g, state):
+                self._pending.add(g)
+
+    def _new_reports(self, state: TelemetryView) -> set[int]:
+        """GPUs of running jobs that reported since the last call (reported telemetry only)."""
+        seen, out = self._seen, set()
+        for job_id, run in state.running.items():
+            at = getattr(run, "reported_at", None)
+            if at is not None and seen.get(job_id) != at:
+                seen[job_id] = at
+                out.update(run.gpus)
+        if len(seen) > 2 * len(state.running) + 1024:  # jobs that left
+            self._seen = {j: at for j, at in seen.items() if j in state.running}
+        return out
+
+    def _fresh_reading(self, g: int, runs: list[RunView]) -> bool | None:
+        """For a GPU whose residents report periodically: None when every resident reported anew since the GPU's
+        last reading, after the residents of every GPU they hold last changed (read it now); else whether to stop
+        waiting (True: nothing new, False: a report older than such a change, wait for the next one)."""
+        stamps = {r.spec.job_id: getattr(r, "reported_at", None) for r in runs}
+        changed_at = self._changed_at
+        since = max(changed_at.get(h, -math.inf) for r in runs for h in r.gpus)
+        if any(at is not None and at < since for at in stamps.values()):
+            return False
+        last = self._read.get(g, {})
+        if any(at is not None and last.get(j) == at for j, at in stamps.items()):
+            return True
+        self._read[g] = stamps  # type: ignore[assignment]
+        return None
+
+    def _own_solo(self, key: tuple[str, str], rate: float, reported: bool) -> None:
+        """A job's own solo rate: its latest (continuous telemetry) or the mean of its reports."""
+        if not reported:
+            self.job_solo[key] = rate
+            return
+        n = self._job_solo_n.get(key, 0)
+        self.job_solo[key] = (self.job_solo.get(key, 0.0) * n + rate) / (n + 1)
+        self._job_solo_n[key] = n + 1
+
+    def _observe_gpu(self, g: int, state: TelemetryView) -> bool:
+        """Sample GPU ``g``; False when a resident has no rate yet (retry later)."""
+        residents = state.residents[g]
+        if not residents:
+            return True
+        runs = [state.running[j] for j in residents]
+        if any(not r.observed_rate > 0 for r in runs):
+            return False
+        reported = any(getattr(r, "reported_at", None) is not None for r in runs)
+        if reported:
+            self._reported = True
+            fresh = self._fresh_reading(g, runs)
+            if fresh is not None:
+                return fresh
+        if any(r.spec.num_gpus > 1 for r in runs):
+            run = runs[0]
+            if len(runs) == 1 and all(len(state.residents[h]) == 1 for h in run.gpus):  # a gang alone everywhere
+                self._own_solo((run.spec.job_id, state.cluster.gpus[g].gpu_type.name), run.observed_rate, reported)
+            return True
+        gpu_type = state.cluster.gpus[g].gpu_type
+        if any(not r.spec.model for r in runs):  # a job without a model has no type to learn about, and its
+            if len(runs) == 1:                   # prediction is a placeholder (no speed bias to read from it)
+                self._own_solo((runs[0].spec.job_id, gpu_type.name), runs[0].observed_rate, reported)
+            return True
+        if len(runs) == 1:
+            run = runs[0]
+            key = (run.spec.job_type, gpu_type.name)
+            mean, n = self.solo.get(key, (0.0, 0))
+            self.solo[key] = ((mean * n + run.observed_rate) / (n + 1), n + 1)
+            self._own_solo((run.spec.job_id, gpu_type.name), run.observed_rate, reported)
+            pred = state.predict(run.spec, gpu_type)
+            if pred.iter_time_s > 0:
+                bias, m = self.log_bias.get(gpu_type.name, (0.0, 0))
+                self.log_bias[gpu_type.name] = ((bias * m + math.log(run.observed_rate * pred.iter_time_s)) / (m + 1),
+                                                m + 1)
+            return True
+        types = [r.spec.job_type for r in runs]
+        xs = [r.observed_rate / self.solo_rate(r.spec, gpu_type, state) for r in runs]
+        order = sorted(range(len(types)), key=lambda i: types[i])
+        key2 = (gpu_type.name, tuple(types[i] for i in order))
+        sample = np.array([xs[i] if reported else min(1.0, xs[i]) for i in order])
+        mean_x, n = self.sets.get(key2, (np.zeros(len(order)), 0))
+        if not reported and n and np.allclose(mean_x, sample, rtol=0.0, atol=1e-9):
+            return True  # the same again (a rescan of a deterministic world): nothing learned
+        if reported and n >= self.max_samples:
+            return True  # known well enough: more reports would barely move it (and would re-plan every call)
+        new_mean = (mean_x * n + sample) / (n + 1)
+        self.sets[key2] = (new_mean, n + 1)
+        m2, any_reported = self.spread.get(key2, (0.0, False))
+        combined = float(sample.sum())  # Welford's update of the combined samples' squared deviations
+        self.spread[key2] = (m2 + (combined - float(mean_x.sum())) * (combined - float(new_mean.sum())),
+                             any_reported or reported)
+        prior = self.prior.throughputs(list(key2[1]), gpu_type)
+        for t, obs, pri in zip(key2[1], sample, prior):
+            mean_r, m = self.residual.get((t, gpu_type.name), (0.0, 0))
+            self.residual[(t, gpu_type.name)] = ((mean_r * m + (obs - pri)) / (m + 1), m + 1)
+        self.samples += 1
+        return True
+
+    # ---- belief ---------------------------------------------------------------------------------
+    def solo_rate(self, spec: JobSpec, gpu_type: GPUType, state: TelemetryView) -> float:
+        """Solo iterations/s of a job on a GPU type: its own observed rate alone, else its type's, else the
+        predicted one corrected by the predictor's mean observed bias on that GPU type."""
+        own = self.job_solo.get((spec.job_id, gpu_type.name))
+        if own is not None:
+            return own
+        found = self.solo.get((spec.job_type, gpu_type.name))
+        if found is not None:
+            return found[0]
+        pred = state.predict(spec, gpu_type)
+        if not pred.iter_time_s > 0:
+            return math.inf
+        bias = self.log_bias.get(gpu_type.name)
+        return math.exp(bias[0] if bias else 0.0) / pred.iter_time_s
+
+    def estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
+        """Belief about the set ``types`` sharing one GPU of ``gpu_type`` (order of ``types`` kept; answers are
+        cached until something new is learned)."""
+        key = (gpu_type.name, tuple(types))
+        if self._cache_version != self.samples:
+            self._cache.clear()
+            self._cache_version = self.samples
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = self._estimate(types, gpu_type)
+        return found
+
+    def _estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
+        n_types = len(types)
+        if n_types <= 1:
+            return SetEstimate([1.0] * n_types, 0.0, 0)
+        order = sorted(range(n_types), key=lambda i: types[i])
+        key = (gpu_type.name, tuple(types[i] for i in order))
+        found = self.sets.get(key)
+        out = [0.0] * n_types
+        if found is not None:
+            mean_x, n = found
+            for pos, i in enumerate(order):
+                out[i] = min(1.0, float(mean_x[pos]))
+            m2, reported = self.spread.get(key, (0.0, False))
+            if not reported:  # exact samples: they differ only as solo references improve, not by noise
+                return SetEstimate(out, self.obs_sigma / math.sqrt(n), n, True)
+            spread = math.sqrt((self.prior_sigma ** 2 + m2) / n)  # with one pseudo-sample at prior_sigma
+            return SetEstimate(out, max(self.obs_sigma, spread) / math.sqrt(n), n, n >= self.min_samples)
+        prior = self.prior.throughputs(list(types), gpu_type)
+        for i, t in enumerate(types):
+            resid = self.residual.get((t, gpu_type.name))
+            out[i] = min(1.0, max(0.02, prior[i] + (resid[0] if resid else 0.0)))
+        return SetEstimate(out, self.prior_sigma, 0)
+
+    def reported_estimate(self, runs: Sequence[RunView], gpu_type: GPUType) -> SetEstimate | None:
+        """The belief about the set ``runs`` form on one GPU when their telemetry comes in reports and the tracker
+        learns such sets (two or more single-GPU jobs with a model); None otherwise (their current rates are
+        then the best reading)."""
+        if (len(runs) < 2 or all(getattr(r, "reported_at", None) is None for r in runs)
+                or any(r.spec.num_gpus > 1 or not r.spec.model for r in runs)):
+            return None
+        return self.estimate([r.spec.job_type for r in runs], gpu_type)
+
+    def describe(self) -> dict[str, object]:
+        return {"prior": self.prior.describe(), "prior_sigma": self.prior_sigma, "obs_sigma": self.obs_sigma,
+                "rescan_s": self.rescan_s, "min_samples": self.min_samples,
+                "max_samples": self.max_samples}
