@@ -138,8 +138,14 @@ class ObservedThroughput:
         self._seen: dict[str, float] = {}  # job id -> its latest report time seen
         self._reported = False  # some job's telemetry came in reports (then new reports are looked for)
         self.samples = 0
+        # answers of ``estimate`` kept until a sample changes what they read: a sample of a set on a GPU type
+        # moves that set's mean and its member types' residuals there, so it drops every cached answer on that GPU
+        # type that names one of those types (``_by_type`` finds them)
         self._cache: dict[tuple[str, tuple[str, ...]], SetEstimate] = {}
-        self._cache_version = -1
+        self._by_type: dict[tuple[str, str], set[tuple[str, tuple[str, ...]]]] = {}
+        # when a list, every sample appends (GPU type name, the set's sorted types): what it may have changed,
+        # for a reader that keeps answers derived from ``estimate`` (the reader empties it)
+        self.learned: list[tuple[str, tuple[str, ...]]] | None = None
 
     # ---- learning -------------------------------------------------------------------------------
     def observe(self, state: TelemetryView) -> None:
@@ -259,7 +265,17 @@ class ObservedThroughput:
             mean_r, m = self.residual.get((t, gpu_type.name), (0.0, 0))
             self.residual[(t, gpu_type.name)] = ((mean_r * m + (obs - pri)) / (m + 1), m + 1)
         self.samples += 1
+        self._forget(gpu_type.name, key2[1])
+        if self.learned is not None:
+            self.learned.append((gpu_type.name, key2[1]))
         return True
+
+    def _forget(self, gpu_type: str, types: Sequence[str]) -> None:
+        """Drop the cached answers on ``gpu_type`` about sets naming any of ``types`` (what a sample changed)."""
+        cache, by_type = self._cache, self._by_type
+        for t in set(types):
+            for key in by_type.pop((gpu_type, t), ()):
+                cache.pop(key, None)
 
     # ---- belief ---------------------------------------------------------------------------------
     def solo_rate(self, spec: JobSpec, gpu_type: GPUType, state: TelemetryView) -> float:
@@ -279,14 +295,16 @@ class ObservedThroughput:
 
     def estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
         """Belief about the set ``types`` sharing one GPU of ``gpu_type`` (order of ``types`` kept; answers are
-        cached until something new is learned)."""
+        cached until a sample of a set on that GPU type names one of them; the same object is returned meanwhile)."""
         key = (gpu_type.name, tuple(types))
-        if self._cache_version != self.samples:
-            self._cache.clear()
-            self._cache_version = self.samples
         found = self._cache.get(key)
         if found is None:
+            if len(self._cache) > 65536:
+                self._cache.clear()
+                self._by_type.clear()
             found = self._cache[key] = self._estimate(types, gpu_type)
+            for t in set(key[1]):
+                self._by_type.setdefault((key[0], t), set()).add(key)
         return found
 
     def _estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from horus.interference.observed import ObservedThroughput
+from horus.interference.observed import ObservedThroughput, SetEstimate
 from horus.interference.slowdown import estimator_for
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Start
@@ -59,6 +59,7 @@ from horus.policies.parts.attained_service import ServiceHistory
 from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
 from horus.policies.parts.cycle import Cycle, migrate, unpack
 from horus.policies.parts.gpu_selection import select_gpus
+from horus.policies.parts.gpu_signatures import GpuSignatures
 from horus.policies.parts.las_preemption import las_victims
 from horus.policies.parts.ordered import EPS, ORDERS, KeyedOrder, needs_empty_gpu
 from horus.policies.placements.exclusive import ExclusivePlacement
@@ -84,8 +85,10 @@ class _Plan:
     types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types started on it this call
     started: set[str] = field(default_factory=set)
     no_gain: set[tuple[str, int, str | None]] = field(default_factory=set)  # (type, GPUs, request) with no paying GPU
-    signatures: dict[int, tuple] = field(default_factory=dict)  # GPU -> what a joining job meets there
-    joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = field(default_factory=dict)
+    sig_ids: np.ndarray | None = None  # GPU -> signature id with this call's planned types (``GpuSignatures``)
+    # gang signature id -> each resident's (GPUs, believed current throughput): a gang's current rate varies per call
+    gang_patterns: dict[int, tuple[tuple[int, float], ...]] = field(default_factory=dict)
+    dirty: set[int] = field(default_factory=set)  # GPUs whose planned load differs from the state's (starts, stops)
 
 
 class MemoryAwareExclusive(ExclusivePlacement):
@@ -163,10 +166,21 @@ class AdaptiveHorusPolicy(Policy):
         self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
         self.tracker: ObservedThroughput | None = None
         self._predictor: object = None
-        # ``_join`` answers for GPUs without gang residents, kept across calls while the tracker learns nothing
-        # new: they depend only on the job type, the GPU's signature and the tracker's estimates
-        self._joins: dict[tuple[str, tuple], tuple[float, float, float, bool] | None] = {}
-        self._joins_learned = -1
+        # what a joining job meets on each GPU, interned (``parts/gpu_signatures.py``), and ``_join``'s answers
+        # for signatures without gang residents: they depend only on the job type and the tracker's two set
+        # estimates, so an answer is reused while the tracker returns the same estimate objects
+        self._sigs = GpuSignatures()
+        self._joins: dict[tuple[str, int], tuple[SetEstimate, SetEstimate, tuple[tuple[int, float], ...],
+                                                 tuple[float, float, float, bool]]] = {}
+        self._joins_table: list[tuple] | None = None  # the signature table the cached answers refer to
+        # "no GPU pays" remembered across calls: (job type, GPUs, request) -> (clock, GPUs dirty in that call). A
+        # later call re-examines only GPUs where what a join reads changed since: ``_touched[g]`` is the clock of
+        # the call that last saw GPU g's residents, a resident gang's GPUs or its set estimates change,
+        # ``_type_clock[t]`` of the last that saw an estimate naming job type t change (``_refresh_call``)
+        self._clock = 0
+        self._touched = np.zeros(0, dtype=np.int64)
+        self._type_clock: dict[str, int] = {}
+        self._no_pay: dict[tuple[str, int, str | None], tuple[int, np.ndarray]] = {}
         self.unpacked = 0
         self.migrated = 0
         # job types seen to fail out of memory (telemetry: a queued job's ``oom_failures``): their memory is
@@ -198,12 +212,11 @@ class AdaptiveHorusPolicy(Policy):
             self.tracker = ObservedThroughput(estimator_for(self.model_dir, state.predictor),
                                               prior_sigma=self.prior_sigma)
             self._predictor = state.predictor
-            self._joins_learned = -1
+            self.tracker.learned = []
+            self._joins, self._no_pay = {}, {}
         self.tracker.observe(state)
         if self.history is not None:
             self.history.observe(state)
-        if self._joins_learned != self.tracker.samples or len(self._joins) > 65536:
-            self._joins, self._joins_learned = {}, self.tracker.samples  # something new was learned: re-derive
         head = self.order_rule.head(state, self.max_scan) if state.queue else []
         for job in head:
             if job.oom_failures and job.spec.job_type not in self.oom_types:
@@ -221,7 +234,7 @@ class AdaptiveHorusPolicy(Policy):
         blocked: list[QueuedJob] = []
         plan = _Plan()
         if state.queue:
-            blocked, plan = self._place_queue(cycle, head)
+            blocked, plan = self._place_queue(cycle, head, stopped)
         waiting = [job for job in blocked if job.spec.job_id not in plan.started] if scan_due else []
         if waiting:
             self._last_scan = state.now
@@ -253,13 +266,13 @@ class AdaptiveHorusPolicy(Policy):
         return stopped
 
     # ---- placing queued jobs ---------------------------------------------------------------------
-    def _place_queue(self, cycle: Cycle, head: list[QueuedJob]) -> tuple[list[QueuedJob], _Plan]:
+    def _place_queue(self, cycle: Cycle, head: list[QueuedJob], stopped: list[str]) -> tuple[list[QueuedJob], _Plan]:
         """Start what pays in queue order, then try the longest waiting jobs (LAS: its last) as background
         co-runners; returns the jobs the queue-order walk left waiting (in that order; a few may have started
         as background co-runners since) and the call's plan."""
         state, excl = cycle.state, self.exclusive
         excl.begin(cycle.load, state)
-        plan = _Plan()
+        plan = _Plan(dirty={g for jid in stopped for g in state.running[jid].gpus})
         blocked: list[QueuedJob] = []
         blocked_gpus = 0
         snap: _Snapshot | None = None
@@ -350,10 +363,12 @@ class AdaptiveHorusPolicy(Policy):
         cycle.start(spec, gpus)
         for g in gpus:
             plan.types.setdefault(g, []).append(spec.job_type)
+        plan.dirty.update(gpus)
         plan.started.add(spec.job_id)
         plan.no_gain.clear()  # the planned load changed
-        for g in gpus:
-            plan.signatures.pop(g, None)
+        if plan.sig_ids is not None:
+            for g in gpus:
+                plan.sig_ids[g] = self._sigs.with_planned(int(self._sigs.ids[g]), tuple(plan.types[g]))
 
     def _run_left_s(self, run: RunningJob, state: SchedulerState) -> float:
         """Seconds a running job is expected to keep its GPUs: remaining iterations at its observed rate (else
@@ -404,8 +419,10 @@ class AdaptiveHorusPolicy(Policy):
         """
         assert self.tracker is not None
         spec, idx, k = job.spec, self.idx, job.spec.num_gpus
-        if (spec.job_type, k, spec.gpu_type_request) in plan.no_gain:
+        kind = (spec.job_type, k, spec.gpu_type_request)
+        if kind in plan.no_gain:
             return None  # an earlier job of this kind found no GPU worth sharing on this planned load
+        sig_ids = self._refresh_call(state, plan)
         mem = job_mem_per_gpu(spec, state, idx)
         shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
                      & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
@@ -416,31 +433,33 @@ class AdaptiveHorusPolicy(Policy):
         if allowed is not None:
             shared_ok &= allowed
             idle = idle & allowed
-        shared = np.flatnonzero(shared_ok)
-        if not len(shared) or len(shared) + int(idle.sum()) < k:
+        n_shared = int(np.count_nonzero(shared_ok))
+        if not n_shared or n_shared + int(idle.sum()) < k:
             return None
+        memo = self._no_pay.get(kind)
+        if memo is not None and self._type_clock.get(spec.job_type, -1) <= memo[0]:
+            redo = self._touched > memo[0]  # elsewhere nothing paid then and nothing it reads changed since
+            redo[memo[1]] = True
+            redo[list(plan.dirty)] = True
+            shared_ok &= redo
+        shared = np.flatnonzero(shared_ok)
         own = np.ones(len(load.n_residents))  # the job's throughput per GPU (1 on idle GPUs)
         drop = np.zeros(len(own))  # throughput the residents lose per GPU
         sigma = np.zeros(len(own))
         known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed (settled)
-        for signature, members in self._signatures(shared, state, plan).items():
-            key = (spec.job_type, signature)
-            cache = plan.joins if signature[2] else self._joins  # a gang resident's current rate varies per call
-            found = cache.get(key, False)
-            if found is False:
-                g = members[0]
-                found = cache[key] = self._join(spec.job_type, g, state.residents[g], plan.types.get(g, []), state,
-                                                snap)
-            where = np.array(members)
-            if found is None:
-                shared_ok[where] = False
-                continue
-            own[where], drop[where], sigma[where], known[where] = found
+        if len(shared):
+            uniq, first, inv = np.unique(sig_ids[shared], return_index=True, return_inverse=True)
+            found = np.array([self._join_cached(spec.job_type, int(sig_id), int(shared[i]), state, snap, plan)
+                              for sig_id, i in zip(uniq.tolist(), first.tolist())], dtype=float).reshape(-1, 4)
+            own[shared], drop[shared], sigma[shared] = found[inv, 0], found[inv, 1], found[inv, 2]
+            known[shared] = found[inv, 3] > 0
         gain_per_gpu = own - drop
         paying = shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)
         if not paying.any():
-            plan.no_gain.add((spec.job_type, k, spec.gpu_type_request))
+            plan.no_gain.add(kind)
+            self._no_pay[kind] = (self._clock, np.fromiter(plan.dirty, dtype=np.int64, count=len(plan.dirty)))
             return None
+        self._no_pay.pop(kind, None)
         feasible = paying | (idle if k > 1 else False)
         if k == 1:
             cost = np.where(feasible, -gain_per_gpu, np.inf)
@@ -465,37 +484,85 @@ class AdaptiveHorusPolicy(Policy):
             return None
         return gpus
 
-    def _signatures(self, shared: np.ndarray, state: SchedulerState, plan: _Plan) -> dict[tuple, list[int]]:
-        """Candidate GPUs grouped by what a joining job would meet there (GPU type, residents' types, gang
-        residents by id, types planned this call): one ``_join`` per group and job type."""
-        groups: dict[tuple, list[int]] = {}
-        sig_of = plan.signatures
-        for g in shared.tolist():
-            sig = sig_of.get(g)
-            if sig is None:
-                runs = [state.running[j] for j in state.residents[g]]
-                gangs = tuple(sorted(r.spec.job_id for r in runs if r.spec.num_gpus > 1))
-                sig = sig_of[g] = (int(self.idx.type_of_gpu[g]), tuple(r.spec.job_type for r in runs), gangs,
-                                   tuple(plan.types.get(g, ())))
-            groups.setdefault(sig, []).append(g)
-        return groups
+    def _refresh_call(self, state: SchedulerState, plan: _Plan) -> np.ndarray:
+        """Every GPU's signature id in this call (planned types included). Made once per call, when it also
+        brings ``_touched`` and ``_type_clock`` up to date (what changed since the last call that looked)."""
+        if plan.sig_ids is not None:
+            return plan.sig_ids
+        assert self.tracker is not None and self.tracker.learned is not None
+        sigs, n = self._sigs, len(state.gpu_changes)
+        changed = sigs.refresh(state, self.idx.type_of_gpu)
+        learned, self.tracker.learned = self.tracker.learned, []
+        self._clock += 1
+        if changed is None or self._joins_table is not sigs.sigs or len(self._touched) != n:
+            # ids were re-issued (a new state or an overgrown table): cached answers name old signatures
+            self._joins, self._joins_table, self._no_pay = {}, sigs.sigs, {}
+            self._touched = np.zeros(n, dtype=np.int64)
+        else:
+            touched = set(changed)
+            for gpu_type, types in learned:
+                on_type = self.idx.type_masks.get(gpu_type)
+                for t in set(types):
+                    self._type_clock[t] = self._clock
+                    with_t = sigs.with_type.get(t)
+                    if with_t and on_type is not None:
+                        touched.update(np.flatnonzero(np.isin(sigs.ids, list(with_t)) & on_type).tolist())
+            for g in list(touched):  # a gang's current rate is its slowest GPU's: all its GPUs read it
+                for j in state.residents[g]:
+                    run = state.running[j]
+                    if run.spec.num_gpus > 1:
+                        touched.update(run.gpus)
+            if touched:
+                self._touched[list(touched)] = self._clock
+        plan.sig_ids = sigs.ids.copy()
+        for g, planned in plan.types.items():
+            plan.sig_ids[g] = sigs.with_planned(int(sigs.ids[g]), tuple(planned))
+        return plan.sig_ids
 
-    def _join(self, job_type: str, g: int, ids: list[str], extra: list[str], state: SchedulerState,
-              snap: _Snapshot) -> tuple[float, float, float, bool] | None:
-        """(the job's throughput on GPU g, the residents' summed throughput loss, uncertainty, settled?) if it
-        joins."""
+    def _join_cached(self, job_type: str, sig_id: int, g: int, state: SchedulerState, snap: _Snapshot,
+                     plan: _Plan) -> tuple[float, float, float, bool]:
+        """``_join`` for one signature (``g`` is a GPU that has it). The answer is a function of the tracker's
+        estimates of the set before and after (reused while the tracker returns the same objects) and, where a
+        gang resides, of each resident's GPU count and current throughput (the same on every GPU of the
+        signature: it places gangs by position)."""
         assert self.tracker is not None
-        runs = [state.running[j] for j in ids]
+        sig = self._sigs.sigs[sig_id]
         gpu_type = state.cluster.gpus[g].gpu_type
-        types = [r.spec.job_type for r in runs] + list(extra)
+        types = [*sig[1], *sig[3]]
         before = self.tracker.estimate(types, gpu_type)
         after = self.tracker.estimate([*types, job_type], gpu_type)
+        key = (job_type, sig_id)
+        pattern: tuple[tuple[int, float], ...] = ()
+        if sig[2]:
+            found_pattern = plan.gang_patterns.get(sig_id)
+            if found_pattern is None:
+                runs = [state.running[j] for j in state.residents[g]]
+                found_pattern = plan.gang_patterns[sig_id] = tuple(
+                    (r.spec.num_gpus, snap.x_now.get(r.spec.job_id, 1.0) if r.spec.num_gpus > 1 else 0.0)
+                    for r in runs)
+            pattern = found_pattern
+        cached = self._joins.get(key)
+        if cached is not None and cached[0] is before and cached[1] is after and cached[2] == pattern:
+            return cached[3]
+        if len(self._joins) > 65536:
+            self._joins.clear()
+        found = self._join(before, after, pattern)
+        self._joins[key] = (before, after, pattern, found)
+        return found
+
+    @staticmethod
+    def _join(before: SetEstimate, after: SetEstimate,
+              gangs: tuple[tuple[int, float], ...]) -> tuple[float, float, float, bool]:
+        """(the job's throughput, the residents' summed throughput loss, uncertainty, settled?) if it joins a GPU
+        whose set (residents, then types planned this call) the tracker estimates as ``before`` (``after`` with
+        the job). ``gangs``: per resident (GPUs it holds, its current throughput) where a gang resides, else
+        empty. A gang resident loses on all its GPUs what its current (slowest) rate would drop to."""
         lost = 0.0
-        for i, run in enumerate(runs):
-            k_r = run.spec.num_gpus
-            now = snap.x_now.get(run.spec.job_id, 1.0) if k_r > 1 else before.x[i]
+        for i, (k_r, now) in enumerate(gangs):
+            if k_r == 1:
+                now = before.x[i]
             lost += k_r * max(0.0, now - min(now, after.x[i]))
-        for i in range(len(runs), len(types)):
+        for i in range(len(gangs), len(before.x)):
             lost += max(0.0, before.x[i] - after.x[i])
         return after.x[-1], lost, after.sigma, after.settled
 
