@@ -137,6 +137,8 @@ class ObservedThroughput:
         self._read: dict[int, dict[str, float]] = {}  # GPU -> its residents' report times at its latest reading
         self._seen: dict[str, float] = {}  # job id -> its latest report time seen
         self._reported = False  # some job's telemetry came in reports (then new reports are looked for)
+        self._since: dict[str, float] = {}
+        self._alone: dict[str, bool] = {}
         self.samples = 0
         # answers of ``estimate`` kept until a sample changes what they read: a sample of a set on a GPU type
         # moves that set's mean and its member types' residuals there, so it drops every cached answer on that GPU
@@ -168,6 +170,7 @@ class ObservedThroughput:
             gpus |= self._new_reports(state)
         gpus = {g for g in gpus if g < len(changes)}
         self._pending = set()
+        self._since, self._alone = {}, {}  # per job, this call: see ``_fresh_reading`` and ``_observe_gpu``
         for g in gpus:
             if not self._observe_gpu(g, state):
                 self._pending.add(g)
@@ -189,8 +192,7 @@ class ObservedThroughput:
         last reading, after the residents of every GPU they hold last changed (read it now); else whether to stop
         waiting (True: nothing new, False: a report older than such a change, wait for the next one)."""
         stamps = {r.spec.job_id: getattr(r, "reported_at", None) for r in runs}
-        changed_at = self._changed_at
-        since = max(changed_at.get(h, -math.inf) for r in runs for h in r.gpus)
+        since = max(self._since_job(r) for r in runs)
         if any(at is not None and at < since for at in stamps.values()):
             return False
         last = self._read.get(g, {})
@@ -198,6 +200,50 @@ class ObservedThroughput:
             return True
         self._read[g] = stamps  # type: ignore[assignment]
         return None
+
+    def _observe_alone(self, g: int, run: RunView, state: TelemetryView) -> bool:
+        """``_observe_gpu`` for a GPU with one resident (most reads): its solo rate, or a gang's own one."""
+        rate = run.observed_rate
+        if not rate > 0:
+            return False
+        job_id = run.spec.job_id
+        at = getattr(run, "reported_at", None)
+        if at is not None:  # ``_fresh_reading`` for one resident
+            self._reported = True
+            if at < self._since_job(run):
+                return False
+            last = self._read.get(g)
+            if last is not None and last.get(job_id) == at:
+                return True
+            self._read[g] = {job_id: at}
+        reported = at is not None
+        gpu_type = state.cluster.gpus[g].gpu_type
+        if run.spec.num_gpus > 1:
+            alone = self._alone.get(job_id)
+            if alone is None:
+                alone = self._alone[job_id] = all(len(state.residents[h]) == 1 for h in run.gpus)
+            if alone:  # a gang alone on all its GPUs
+                self._own_solo((job_id, gpu_type.name), rate, reported)
+            return True
+        self._own_solo((job_id, gpu_type.name), rate, reported)
+        if not run.spec.model:  # no type to learn about, and its prediction is a placeholder (no speed bias)
+            return True
+        key = (run.spec.job_type, gpu_type.name)
+        mean, n = self.solo.get(key, (0.0, 0))
+        self.solo[key] = ((mean * n + rate) / (n + 1), n + 1)
+        pred = state.predict(run.spec, gpu_type)
+        if pred.iter_time_s > 0:
+            bias, m = self.log_bias.get(gpu_type.name, (0.0, 0))
+            self.log_bias[gpu_type.name] = ((bias * m + math.log(rate * pred.iter_time_s)) / (m + 1), m + 1)
+        return True
+
+    def _since_job(self, run: RunView) -> float:
+        """When the residents of a GPU ``run`` holds last changed (once per job and call: a gang holds many)."""
+        found = self._since.get(run.spec.job_id)
+        if found is None:
+            changed_at = self._changed_at
+            found = self._since[run.spec.job_id] = max(changed_at.get(h, -math.inf) for h in run.gpus)
+        return found
 
     def _own_solo(self, key: tuple[str, str], rate: float, reported: bool) -> None:
         """A job's own solo rate: its latest (continuous telemetry) or the mean of its reports."""
@@ -213,6 +259,8 @@ class ObservedThroughput:
         residents = state.residents[g]
         if not residents:
             return True
+        if len(residents) == 1:
+            return self._observe_alone(g, state.running[residents[0]], state)
         runs = [state.running[j] for j in residents]
         if any(not r.observed_rate > 0 for r in runs):
             return False
@@ -224,25 +272,16 @@ class ObservedThroughput:
                 return fresh
         if any(r.spec.num_gpus > 1 for r in runs):
             run = runs[0]
-            if len(runs) == 1 and all(len(state.residents[h]) == 1 for h in run.gpus):  # a gang alone everywhere
+            alone = self._alone.get(run.spec.job_id) if len(runs) == 1 else False
+            if alone is None:
+                alone = self._alone[run.spec.job_id] = all(len(state.residents[h]) == 1 for h in run.gpus)
+            if alone:  # a gang alone on all its GPUs
                 self._own_solo((run.spec.job_id, state.cluster.gpus[g].gpu_type.name), run.observed_rate, reported)
             return True
         gpu_type = state.cluster.gpus[g].gpu_type
         if any(not r.spec.model for r in runs):  # a job without a model has no type to learn about, and its
             if len(runs) == 1:                   # prediction is a placeholder (no speed bias to read from it)
                 self._own_solo((runs[0].spec.job_id, gpu_type.name), runs[0].observed_rate, reported)
-            return True
-        if len(runs) == 1:
-            run = runs[0]
-            key = (run.spec.job_type, gpu_type.name)
-            mean, n = self.solo.get(key, (0.0, 0))
-            self.solo[key] = ((mean * n + run.observed_rate) / (n + 1), n + 1)
-            self._own_solo((run.spec.job_id, gpu_type.name), run.observed_rate, reported)
-            pred = state.predict(run.spec, gpu_type)
-            if pred.iter_time_s > 0:
-                bias, m = self.log_bias.get(gpu_type.name, (0.0, 0))
-                self.log_bias[gpu_type.name] = ((bias * m + math.log(run.observed_rate * pred.iter_time_s)) / (m + 1),
-                                                m + 1)
             return True
         types = [r.spec.job_type for r in runs]
         xs = [r.observed_rate / self.solo_rate(r.spec, gpu_type, state) for r in runs]
