@@ -7,9 +7,13 @@ process answers at all; ``GET /state`` shows the per-GPU load Horus believes.
 
 A body that is not a valid message (not JSON, a non-finite number, a wrong type) gets HTTP 400 and
 ``{"Error": "..."}`` naming the field; one over ``MAX_BODY_BYTES`` gets 413; an unexpected failure gets 500
-with the same shape. The server never stops on a bad request. Bodies are decoded and the verbs run in
-worker threads, so the event loop (and with it ``/healthz``, which takes no lock) stays free whatever a
-request costs. With a token or client certificates (``horus.k8s.security``), everything else needs one.
+with the same shape. The server never stops on a bad request. Bind, large bodies and anything that may wait
+for the store's lock or ask the policy per node run in worker threads, so the event loop (and with it
+``/healthz``, which takes no lock) stays free whatever a request costs; a small filter or prioritize on the
+placement path (about a millisecond at 1,000 nodes) is answered on the event loop when the store's lock is
+free at once, saving two thread hand-offs. JSON is read and written with orjson (the standard library's
+decoder takes over where orjson refuses or would differ, so errors read the same). With a token or client
+certificates (``horus.k8s.security``), everything else needs one.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import math
 import threading
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
@@ -27,13 +32,14 @@ from starlette.concurrency import run_in_threadpool
 from horus.errors import HorusInputError
 from horus.k8s.api import KubeAPIError
 from horus.k8s.extender import Extender
-from horus.k8s.protocol import ProtocolError, parse_binding_args, parse_extender_args
+from horus.k8s.protocol import ExtenderArgs, ProtocolError, parse_binding_args, parse_extender_args
 from horus.k8s.resources import PodError
 from horus.k8s.security import BearerAuth
 
 log = logging.getLogger("horus.k8s")
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # full Node objects of a large cluster (nodeCacheCapable: false)
+INLINE_MAX_BYTES = 256 * 1024  # a filter of ~10,000 node names; larger bodies are decoded in a worker thread
 
 
 class BodyTooLarge(ProtocolError):
@@ -78,6 +84,10 @@ def decode_json(raw: bytes) -> Any:
     naming where they are. Raises ProtocolError."""
     if not raw:
         raise ProtocolError("empty request body; expected JSON")
+    try:  # orjson refuses NaN, Infinity, 1e999, bad UTF-8 and lone surrogates: json below says why (or reads them)
+        return orjson.loads(raw)  # (integers beyond 64 bits become floats: no count is that large anyway)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(raw, parse_constant=_reject, parse_float=_finite)
     except _NonFinite:
@@ -115,7 +125,11 @@ def _error(verb: str, message: str, status: int) -> Response:
 
 
 def _reply(payload: Any, status: int = 200) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), status_code=status, media_type="application/json")
+    try:
+        body = orjson.dumps(payload)
+    except orjson.JSONEncodeError:  # e.g. a lone surrogate echoed from a request: json escapes it
+        body = json.dumps(payload, separators=(",", ":")).encode()
+    return Response(body, status_code=status, media_type="application/json")
 
 
 def create_app(extender: Extender, prefix: str = "", *, token: str | None = None, client_certs: bool = False,
@@ -129,17 +143,35 @@ def create_app(extender: Extender, prefix: str = "", *, token: str | None = None
     if token or client_certs:
         app.add_middleware(BearerAuth, token=token, client_certs=client_certs)
 
-    def answer(verb: str, raw: bytes) -> Any:
-        body = decode_json(raw)
-        if verb == "bind":
-            return extender.bind(parse_binding_args(body))
-        args = parse_extender_args(body)
+    def answer(verb: str, raw: bytes | ExtenderArgs) -> Any:
+        if isinstance(raw, ExtenderArgs):
+            args = raw
+        else:
+            body = decode_json(raw)
+            if verb == "bind":
+                return extender.bind(parse_binding_args(body))
+            args = parse_extender_args(body)
         return extender.filter(args) if verb == "filter" else extender.prioritize(args)
+
+    def inline(verb: str, raw: bytes) -> tuple[bool, Any]:
+        """(True, answer) for a small filter / prioritize on the placement path while the store's lock is free
+        (about a millisecond: cheaper than two thread hand-offs); else (False, what the worker thread gets)."""
+        if verb == "bind" or len(raw) > INLINE_MAX_BYTES or extender.decider.path != "placement":
+            return False, raw
+        args = parse_extender_args(decode_json(raw))
+        lock = extender.store.lock
+        if args.nodes is not None or not lock.acquire(blocking=False):  # Nodes may rebuild the model
+            return False, args
+        try:
+            return True, answer(verb, args)
+        finally:
+            lock.release()
 
     async def handle(verb: str, request: Request) -> Response:
         try:
             raw = await _read_body(request)
-            return _reply(await run_in_threadpool(answer, verb, raw))
+            done, result = inline(verb, raw)
+            return _reply(result if done else await run_in_threadpool(answer, verb, result))
         except BodyTooLarge as exc:
             return _error(verb, str(exc), 413)
         except (ProtocolError, PodError, HorusInputError) as exc:
