@@ -310,6 +310,21 @@ def test_index_after_binds_deletes_and_node_events_equals_a_fresh_one(policy: st
     assert 1 < store.rebuilds < 20  # node GPU changes rebuild; binds, deletes and touched nodes do not
 
 
+def test_restricted_models_reuse_the_pods_specs_with_their_own_now() -> None:
+    """The policy path's one-node models take the pods' specs already read (not parsed again), with the model's
+    ``now``: the same specs, state and load as a model read from scratch."""
+    rng = random.Random(5)
+    nodes, pods, _ = _random_world(rng)
+    model = ClusterModel(nodes, pods, PREDICTOR, now=50.0)
+    model.now = 80.0
+    for name in model.node_index:
+        one = model.restricted([name])
+        fresh = ClusterModel([model.nodes[name]], list(model.by_node[name].values()), PREDICTOR, now=80.0)
+        assert one.load_by_node() == fresh.load_by_node()
+        assert {j: s for j, (_, s) in one.specs.items()} == {j: s for j, (_, s) in fresh.specs.items()}
+        assert all(spec.submit_time == 80.0 for _, spec in one.specs.values())
+
+
 def json_copy(obj: Any) -> Any:
     import json
 
