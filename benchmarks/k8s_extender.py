@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from provenance import git_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the stub API server and object builders live with the tests
+sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULT = ROOT / "benchmarks" / "results" / "k8s_extender.json"
 GOAL_P99_MS = 5.0
 
@@ -109,17 +111,6 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def git_commit() -> str:
-    """The commit measured (with "+dirty" when the work tree has changes)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-        return head + ("+dirty" if dirty else "")
-    except OSError:
-        return "unknown"
-
-
 def server_stack() -> dict[str, str]:
     """Which HTTP parser and event loop uvicorn picks here ("auto": httptools/uvloop when installed)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -139,13 +130,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_scale(n_nodes: int, requests: int, seed: int, repeats: int) -> dict[str, Any]:
+def run_scale(n_nodes: int, requests: int, seed: int, repeats: int, policy: str) -> dict[str, Any]:
     import httpx
 
     from horus.k8s.decide import Decider
     from horus.k8s.extender import Extender
     from horus.k8s.predictor import PodPredictor
     from horus.k8s.protocol import parse_extender_args
+    from horus.k8s.server import _encode as encode
+    from horus.k8s.server import decode_json
     from horus.k8s.store import ClusterStore
     from horus.predict.analytic import AnalyticPredictor
     from k8s_helpers import StubAPIServer
@@ -166,20 +159,21 @@ def run_scale(n_nodes: int, requests: int, seed: int, repeats: int) -> dict[str,
     out["rebuild_from_listing_s"] = round(time.perf_counter() - t0, 4)
     out["placed_pods_counted"] = len(store.model.pods)
 
-    # in process: the verbs without HTTP (parse + decide + answer)
-    extender = Extender(store, Decider("horus"), None)
+    # in process: the verbs without HTTP (decode + parse + decide + encode, with the server's JSON functions)
+    extender = Extender(store, Decider(policy), None)
     local: list[float] = []
     local_cpu: list[float] = []
     for pod in pending[:requests]:
         body = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": names}).encode()
         t0, c0 = time.perf_counter(), time.thread_time()
-        result = extender.filter(parse_extender_args(json.loads(body)))
-        body2 = json.dumps(result)
-        ranked = extender.prioritize(parse_extender_args({"Pod": pod, "Nodes": None, "NodeNames": result["NodeNames"]}))
-        body2 = json.dumps(ranked)
-        local.append((time.perf_counter() - t0) * 1e3)
-        local_cpu.append((time.thread_time() - c0) * 1e3)
-    del body2
+        result = extender.filter(parse_extender_args(decode_json(body)))
+        encode(result)
+        filtered, filtered_cpu = time.perf_counter() - t0, time.thread_time() - c0
+        body2 = json.dumps({"Pod": pod, "Nodes": None, "NodeNames": result["NodeNames"]}).encode()  # client's work
+        t1, c1 = time.perf_counter(), time.thread_time()
+        encode(extender.prioritize(parse_extender_args(decode_json(body2))))
+        local.append((filtered + time.perf_counter() - t1) * 1e3)
+        local_cpu.append((filtered_cpu + time.thread_time() - c1) * 1e3)
     out["in_process_filter_plus_prioritize"] = percentiles(local)
     out["in_process_filter_plus_prioritize_cpu"] = percentiles(local_cpu)
 
@@ -187,7 +181,7 @@ def run_scale(n_nodes: int, requests: int, seed: int, repeats: int) -> dict[str,
         port = free_port()
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
         proc = subprocess.Popen([sys.executable, "-m", "horus.cli", "k8s-extender", "--api-server", stub.url,
-                                 "--host", "127.0.0.1", "--port", str(port), "--resync-s", "3600",
+                                 "--host", "127.0.0.1", "--port", str(port), "--resync-s", "3600", "--policy", policy,
                                  "--log-level", "warning"], env=env)
         base = f"http://127.0.0.1:{port}"
         try:
@@ -279,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=400, help="pending pods per scale (filter + prioritize each)")
     parser.add_argument("--repeats", type=int, default=3, help="passes over the pending pods (one server)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policy", default="horus-paper",
+                        help="policy of the extender (default horus-paper, the extender's default: placement path)")
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args(argv)
 
@@ -287,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     scales = []
     for n in args.nodes:
         load_before = [round(x, 2) for x in os.getloadavg()]
-        scales.append(run_scale(n, args.requests, args.seed, args.repeats))
+        scales.append(run_scale(n, args.requests, args.seed, args.repeats, args.policy))
         scales[-1]["load_average_1_5_15_before"] = load_before
         s = scales[-1]
         print(f"{n} nodes: filter+prioritize p50 {s['http_filter_plus_prioritize']['p50_ms']} ms, "
@@ -301,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
         "seed": args.seed,
         "git_commit": git_commit(),
-        "policy": "horus", "predictor": "analytic",
+        "policy": args.policy, "predictor": "analytic",
         "scales": scales,
         "goal": {"http_filter_plus_prioritize_p99_ms_at_1000_nodes": GOAL_P99_MS,
                  "met": (at_goal[0]["http_filter_plus_prioritize"]["p99_ms"] <= GOAL_P99_MS) if at_goal else None,

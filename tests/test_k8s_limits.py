@@ -205,3 +205,23 @@ def test_a_body_over_the_limit_is_413_not_read_whole(env: tuple[str, Extender]) 
                    timeout=30)
     assert r.status_code == 413 and r.json()["Error"].startswith("filter: request body of ")
     assert httpx.get(url + "/healthz").status_code == 200
+
+
+@pytest.mark.parametrize("raw", [
+    '{"Pod": {"metadata": {"name": "p\\ud800"}}, "NodeNames": ["n1"]}'.encode(),  # lone surrogate: orjson refuses
+    '{"NodeNames": ["n\u00e9"], "x": [1.5, -0.0, 18446744073709551615]}'.encode("utf-16"),  # not UTF-8
+    '\ufeff{"NodeNames": ["n1"]}'.encode("utf-8"),  # a byte-order mark
+    b'{"NodeNames": ["n1", "n2"], "Nodes": null, "x": {"y": [true, false, 0.1, 12]}}',
+])
+def test_bodies_read_as_the_standard_json_module_reads_them(raw: bytes) -> None:
+    """orjson reads the verbs' bodies; where it refuses what Python's json accepts, json reads them: same value."""
+    from horus.k8s.server import decode_json
+
+    assert decode_json(raw) == json.loads(raw)
+
+
+def test_answers_echoing_a_lone_surrogate_are_still_json() -> None:
+    from horus.k8s.server import _reply
+
+    body = _reply({"Error": "filter: pod p\ud800"}).body
+    assert json.loads(body) == {"Error": "filter: pod p\ud800"}

@@ -244,6 +244,87 @@ def test_incremental_resync_equals_a_fresh_rebuild() -> None:
     assert "uid-mine" in store.model.pods
 
 
+@pytest.mark.parametrize("policy", ["horus-paper", "fifo-exclusive"])
+def test_index_after_binds_deletes_and_node_events_equals_a_fresh_one(policy: str) -> None:
+    """The extender's per-node index (per-GPU load, the placement's summary of it, the node table) is kept up to
+    date event by event, never rebuilt per request: after each bind (assume), listing (new, deleted, finished
+    pods) and node event (a new resourceVersion with the same GPUs, a node joining, one changing its GPU
+    count), filter's verdicts from the long-lived decider equal a fresh decider's on a model rebuilt from scratch."""
+    from horus.k8s.store import ClusterStore
+
+    rng = random.Random(7)
+    models = sorted(load_catalog())[:8]
+    nodes = [gpu_node(f"n{i}", 4, product="NVIDIA-A100-SXM4-80GB" if i % 3 == 0 else "Tesla-V100-SXM2-16GB",
+                      memory=81920 if i % 3 == 0 else 16384) for i in range(6)]
+    pods: dict[str, dict[str, Any]] = {}
+    store = ClusterStore(PREDICTOR, clock=lambda: 100.0)
+    store.sync(nodes, [])
+    decider = Decider(policy)
+    pending = [pod_job_spec(gpu_pod(f"want{k}", gpus=k, model=models[k], batch=16)) for k in (1, 2, 4)]
+    rv, events = 10, []
+    for step in range(60):
+        rv += 1
+        action = rng.random()
+        names = [n["metadata"]["name"] for n in nodes]
+        if action < 0.45 or not pods:  # bind: kube-scheduler's choice, counted at once (assume)
+            name, node = f"p{step}", rng.choice(names)
+            size = store.model.nodes[node].num_gpus
+            gpus = rng.sample(range(size), min(size, rng.choice([1, 1, 2])))
+            pod = gpu_pod(name, gpus=len(gpus), node=node, phase="Running", rv=str(rv), model=rng.choice(models),
+                          annotations={"horus.io/gpu-ids": ",".join(map(str, gpus))})
+            pods[name] = pod
+            store.assume(json_copy(pod))
+            events.append("bind")
+        elif action < 0.7:  # a listing without a deleted pod and with a finished one
+            pods.pop(rng.choice(sorted(pods)))
+            if pods and rng.random() < 0.5:
+                done = pods[rng.choice(sorted(pods))]
+                done["status"]["phase"] = "Succeeded"
+                done["metadata"]["resourceVersion"] = str(rv)
+            store.sync(nodes, [json_copy(p) for p in pods.values()])
+            events.append("delete")
+        elif action < 0.85:  # a node's object changes (heartbeat, labels) but not its GPUs: no rebuild
+            node = rng.choice(nodes)
+            node["metadata"]["resourceVersion"] = str(rv)
+            node["metadata"]["labels"]["team"] = f"t{step}"
+            store.upsert_nodes([json_copy(node)])
+            events.append("node-touched")
+        else:  # a node joins, or one's GPU count changes: the model is rebuilt (an event, not a request)
+            if rng.random() < 0.5:
+                nodes.append(gpu_node(f"m{step}", 8, rv=str(rv)))
+            else:
+                node = rng.choice(nodes)
+                node["metadata"]["labels"]["nvidia.com/gpu.count"] = "8"
+                node["metadata"]["resourceVersion"] = str(rv)
+            store.sync(nodes, [json_copy(p) for p in pods.values()])
+            events.append("node-gpus")
+        fresh = ClusterModel(store.nodes.values(), store.pods.values(), PREDICTOR, now=100.0)
+        assert store.model.load_by_node() == fresh.load_by_node(), (step, events[-1])
+        names = list(fresh.nodes) + ["ghost"]
+        for spec in pending:
+            kept, rebuilt = decider.evaluate(store.model, spec, names), Decider(policy).evaluate(fresh, spec, names)
+            assert rebuilt.code.tolist() == kept.code.tolist(), (step, events[-1], spec.num_gpus)
+            assert rebuilt.cost.tolist() == kept.cost.tolist() and rebuilt.gpus.tolist() == kept.gpus.tolist()
+            assert rebuilt.failed() == kept.failed() and rebuilt.scores().tolist() == kept.scores().tolist()
+    assert {"bind", "delete", "node-touched", "node-gpus"} <= set(events)
+    assert 1 < store.rebuilds < 20  # node GPU changes rebuild; binds, deletes and touched nodes do not
+
+
+def test_restricted_models_reuse_the_pods_specs_with_their_own_now() -> None:
+    """The policy path's one-node models take the pods' specs already read (not parsed again), with the model's
+    ``now``: the same specs, state and load as a model read from scratch."""
+    rng = random.Random(5)
+    nodes, pods, _ = _random_world(rng)
+    model = ClusterModel(nodes, pods, PREDICTOR, now=50.0)
+    model.now = 80.0
+    for name in model.node_index:
+        one = model.restricted([name])
+        fresh = ClusterModel([model.nodes[name]], list(model.by_node[name].values()), PREDICTOR, now=80.0)
+        assert one.load_by_node() == fresh.load_by_node()
+        assert {j: s for j, (_, s) in one.specs.items()} == {j: s for j, (_, s) in fresh.specs.items()}
+        assert all(spec.submit_time == 80.0 for _, spec in one.specs.values())
+
+
 def json_copy(obj: Any) -> Any:
     import json
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -94,7 +94,7 @@ class Verdicts:
         self.ok = code == OK
 
     def passed(self) -> list[str]:
-        return [self.names[i] for i in np.flatnonzero(self.ok)]
+        return list(compress(self.names, self.ok.tolist()))
 
     def reason_code(self, i: int) -> str:
         """Node ``i``'s failed verdict as a code of the shared vocabulary (``horus.reasons``)."""
@@ -122,14 +122,17 @@ class Verdicts:
         """(FailedNodes, FailedAndUnresolvableNodes) with a message per node."""
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
-        bad = np.flatnonzero(~self.ok)
-        no_fit = self.reason(int(bad[0])) if len(bad) and self.code[bad[0]] == NO_FIT else None
-        for i in bad.tolist():
-            code = int(self.code[i])
+        bad = np.flatnonzero(~self.ok).tolist()
+        codes = self.code[bad].tolist()
+        names = self.names
+        no_fit = None
+        for i, code in zip(bad, codes):
             if code == NO_FIT:  # the common case: one message for all
-                failed[self.names[i]] = no_fit or self.reason(i)
+                if no_fit is None:
+                    no_fit = self.reason(i)
+                failed[names[i]] = no_fit
             else:
-                (unresolvable if code in UNRESOLVABLE else failed)[self.names[i]] = self.reason(i)
+                (unresolvable if code in UNRESOLVABLE else failed)[names[i]] = self.reason(i)
         return failed, unresolvable
 
     def __getitem__(self, name: str) -> NodeChoice:
@@ -186,6 +189,7 @@ class Decider:
         self._cache: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros((0, 1), dtype=np.int64))
         self._table_of: int | None = None
         self._node_table: _NodeTable | None = None
+        self._begun: tuple[int, int] | None = None  # (generation, version) the placement's summary is of
 
     def new_policy(self) -> Policy:
         return POLICIES.create(self.policy_name, **self.policy_args)
@@ -242,7 +246,9 @@ class Decider:
         n_nodes = len(model.node_index)
         cost = None
         if n_nodes:
-            placement.begin(state.load, state)
+            if self._begun != (model.generation, model.version):  # the load changed: summarise it once
+                placement.begin(state.load, state)
+                self._begun = (model.generation, model.version)
             if placement.any_room():
                 cost = placement.cost_per_gpu(QueuedJob(spec, queued_since=model.now), state.load, state)
         if cost is None or n_nodes == 0:

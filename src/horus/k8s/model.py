@@ -9,7 +9,8 @@ GPU pods without a readable decision (placed by someone else) are listed in ``un
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from itertools import count
 from typing import Any
 
@@ -49,7 +50,9 @@ class ClusterModel:
     """Cluster, state and the placed pods of a set of nodes. Mutated only through ``add_pod`` / ``remove_pod``."""
 
     def __init__(self, nodes: Iterable[dict[str, Any]] | Iterable[NodeGPUs], pods: Iterable[dict[str, Any]],
-                 predictor: Predictor, now: float = 0.0, onnx: Callable[[str, str], str] | None = None) -> None:
+                 predictor: Predictor, now: float = 0.0, onnx: Callable[[str, str], str] | None = None,
+                 specs: Mapping[str, tuple[dict[str, Any], JobSpec]] | None = None) -> None:
+        """``specs``: job id -> (pod, its spec) already read from those very pod objects (``restricted``)."""
         infos = [n if isinstance(n, NodeGPUs) else node_gpus(n) for n in nodes]
         self.nodes: dict[str, NodeGPUs] = {info.name: info for info in sorted(infos, key=lambda i: i.name)}
         usable = [info for info in self.nodes.values() if info.problem is None]
@@ -68,6 +71,8 @@ class ClusterModel:
         self.pods: dict[str, dict[str, Any]] = {}  # job id -> placed pod counted in the load
         self.by_node: dict[str, dict[str, dict[str, Any]]] = {name: {} for name in self.node_index}
         self.unknown: dict[str, str] = {}  # job id -> why a placed GPU pod is not counted
+        self.specs: dict[str, tuple[dict[str, Any], JobSpec]] = {}  # job id -> (counted pod, its spec)
+        self._read = specs or {}
         self.generation = next(_GENERATIONS)  # with ``version``: identifies this model's current load
         self.version = 0
         for pod in pods:
@@ -79,8 +84,10 @@ class ClusterModel:
         job_id = pod_job_id(pod)
         if job_id in self.pods or not is_placed(pod):
             return False
+        read = self._read.get(job_id)
         try:
-            spec = pod_job_spec(pod, self.now, self.onnx)
+            spec = (replace(read[1], submit_time=self.now) if read is not None and read[0] is pod
+                    else pod_job_spec(pod, self.now, self.onnx))
         except PodError as exc:
             self.unknown[job_id] = str(exc)
             return False
@@ -99,6 +106,7 @@ class ClusterModel:
         self.state.submit(spec, self.now)
         self.state.start(job_id, tuple(int(self.first_gpu[n]) + g for g in local), self.now)
         self.pods[job_id] = pod
+        self.specs[job_id] = (pod, spec)
         self.by_node[node][job_id] = pod
         self.unknown.pop(job_id, None)
         self.version += 1
@@ -110,6 +118,7 @@ class ClusterModel:
         if pod is None:
             return False
         self.by_node[pod["spec"]["nodeName"]].pop(job_id, None)
+        self.specs.pop(job_id, None)
         self.state.finish(job_id)
         self.version += 1
         return True
@@ -121,10 +130,11 @@ class ClusterModel:
         return [int(g) - first for g in gpus]
 
     def restricted(self, names: Iterable[str]) -> ClusterModel:
-        """A model of only ``names`` (usable nodes) and the pods placed on them (a fresh, private copy)."""
+        """A model of only ``names`` (usable nodes) and the pods placed on them (a fresh, private copy; the pods'
+        specs are not read again, only given this model's ``now``)."""
         keep = [self.nodes[n] for n in names if n in self.node_index]
         pods = [pod for info in keep for pod in self.by_node[info.name].values()]
-        return ClusterModel(keep, pods, self.predictor, self.now, self.onnx)
+        return ClusterModel(keep, pods, self.predictor, self.now, self.onnx, self.specs)
 
     def load_by_node(self) -> dict[str, dict[str, list[float]]]:
         """Per-node, per-GPU predicted load (JSON-able; used by tests and ``/state``)."""

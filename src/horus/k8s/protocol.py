@@ -129,8 +129,8 @@ def filter_result(args: ExtenderArgs, passed: list[str], failed: dict[str, str],
 
 
 def host_priority_list(scores: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
-    """A bare ``HostPriorityList``: ``[{"Host": name, "Score": 0..10}]``, in the order given."""
-    return [{"Host": host, "Score": int(score)} for host, score in scores]
+    """A bare ``HostPriorityList``: ``[{"Host": name, "Score": 0..10}]``, in the order given (scores: Python ints)."""
+    return [{"Host": host, "Score": score} for host, score in scores]
 
 
 def binding_result(error: str = "") -> dict[str, str]:

@@ -7,9 +7,14 @@ process answers at all; ``GET /state`` shows the per-GPU load Horus believes.
 
 A body that is not a valid message (not JSON, a non-finite number, a wrong type) gets HTTP 400 and
 ``{"Error": "..."}`` naming the field; one over ``MAX_BODY_BYTES`` gets 413; an unexpected failure gets 500
-with the same shape. The server never stops on a bad request. Bodies are decoded and the verbs run in
-worker threads, so the event loop (and with it ``/healthz``, which takes no lock) stays free whatever a
-request costs. With a token or client certificates (``horus.k8s.security``), everything else needs one.
+with the same shape. The server never stops on a bad request. The verbs are a plain ASGI layer (``Verbs``)
+ahead of FastAPI's router, inside ``BearerAuth``. Bind, large bodies and anything that may wait for the store's
+lock or ask the policy per node run in worker threads, so the event loop (and with it ``/healthz``, which takes
+no lock) stays free whatever a request costs; a small filter or prioritize on the placement path (about a
+millisecond at 1,000 nodes) is answered on the event loop when the store's lock is free at once, saving two
+thread hand-offs. JSON is read and written with orjson (the standard library's json takes over where orjson
+refuses, so errors read the same). With a token or client certificates (``horus.k8s.security``), everything
+else needs one.
 """
 
 from __future__ import annotations
@@ -20,20 +25,22 @@ import math
 import threading
 from typing import Any
 
-from fastapi import FastAPI, Request
+import orjson
+from fastapi import FastAPI
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from horus.errors import HorusInputError
 from horus.k8s.api import KubeAPIError
 from horus.k8s.extender import Extender
-from horus.k8s.protocol import ProtocolError, parse_binding_args, parse_extender_args
+from horus.k8s.protocol import ExtenderArgs, ProtocolError, parse_binding_args, parse_extender_args
 from horus.k8s.resources import PodError
 from horus.k8s.security import BearerAuth
 
 log = logging.getLogger("horus.k8s")
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # full Node objects of a large cluster (nodeCacheCapable: false)
+INLINE_MAX_BYTES = 256 * 1024  # a filter of ~10,000 node names; larger bodies are decoded in a worker thread
 
 
 class BodyTooLarge(ProtocolError):
@@ -78,6 +85,10 @@ def decode_json(raw: bytes) -> Any:
     naming where they are. Raises ProtocolError."""
     if not raw:
         raise ProtocolError("empty request body; expected JSON")
+    try:  # orjson refuses NaN, Infinity, 1e999, bad UTF-8 and lone surrogates: json below says why (or reads them)
+        return orjson.loads(raw)  # (integers beyond 64 bits become floats: no count is that large anyway)
+    except orjson.JSONDecodeError:
+        pass
     try:
         return json.loads(raw, parse_constant=_reject, parse_float=_finite)
     except _NonFinite:
@@ -92,30 +103,115 @@ def decode_json(raw: bytes) -> Any:
         raise ProtocolError(f"request body is not valid JSON: {str(exc)[:200]}") from None
 
 
-async def _read_body(request: Request) -> bytes:
+class _Disconnected(Exception):
+    """The client went away before its request body arrived."""
+
+
+async def _read_body(scope: dict[str, Any], receive: Any) -> bytes:
+    declared_raw = next((value for name, value in scope.get("headers") or () if name == b"content-length"), b"0")
     try:
-        declared = int(request.headers.get("content-length") or 0)
+        declared = int(declared_raw or 0)
     except ValueError:
         declared = 0
     if declared > MAX_BODY_BYTES:
         raise BodyTooLarge(f"request body of {declared} bytes exceeds {MAX_BODY_BYTES}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY_BYTES:
             raise BodyTooLarge(f"request body exceeds {MAX_BODY_BYTES} bytes")
         chunks.append(chunk)
-    return b"".join(chunks)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
-def _error(verb: str, message: str, status: int) -> Response:
+def _error(verb: str, message: str) -> dict[str, str]:
     """``{"Error": "<verb>: <message>"}`` on one line (a pod's name may hold a line break)."""
-    return _reply({"Error": f"{verb}: " + " ".join(message.splitlines())}, status)
+    return {"Error": f"{verb}: " + " ".join(message.splitlines())}
+
+
+def _encode(payload: Any) -> bytes:
+    try:
+        return orjson.dumps(payload)
+    except orjson.JSONEncodeError:  # e.g. a lone surrogate echoed from a request: json escapes it
+        return json.dumps(payload, separators=(",", ":")).encode()
 
 
 def _reply(payload: Any, status: int = 200) -> Response:
-    return Response(json.dumps(payload, separators=(",", ":")), status_code=status, media_type="application/json")
+    return Response(_encode(payload), status_code=status, media_type="application/json")
+
+
+class Verbs:
+    """``POST {prefix}/filter``, ``/prioritize`` and ``/bind`` as a plain ASGI layer in front of FastAPI's router
+    (skipping its per-request machinery: ~10-25 % less server CPU per filter+prioritize at 1,000 nodes); other
+    paths pass through. Sits inside ``BearerAuth``, so the verbs need the token or certificate exactly as before."""
+
+    def __init__(self, app: Any, extender: Extender, prefix: str = "") -> None:
+        self.app = app
+        self.extender = extender
+        self.paths = {f"{prefix}/{verb}": verb for verb in ("filter", "prioritize", "bind")}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        verb = self.paths.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if verb is None:
+            await self.app(scope, receive, send)
+            return
+        headers = [(b"content-type", b"application/json")]
+        if scope["method"] != "POST":
+            status, payload = 405, _error(verb, f"method {scope['method']} not allowed; use POST")
+            headers.append((b"allow", b"POST"))
+        else:
+            try:
+                status, payload = await self.handle(verb, await _read_body(scope, receive))
+            except BodyTooLarge as exc:
+                status, payload = 413, _error(verb, str(exc))
+            except _Disconnected:
+                return
+        body = _encode(payload)
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def handle(self, verb: str, raw: bytes) -> tuple[int, Any]:
+        try:
+            done, result = self.inline(verb, raw)
+            return 200, (result if done else await run_in_threadpool(self.answer, verb, result))
+        except (ProtocolError, PodError, HorusInputError) as exc:
+            return 400, _error(verb, str(exc))
+        except Exception as exc:  # a bug: answer, log, keep serving
+            log.exception("%s failed", verb)
+            return 500, _error(verb, f"internal error: {type(exc).__name__}: {str(exc)[:200]}")
+
+    def answer(self, verb: str, raw: bytes | ExtenderArgs) -> Any:
+        extender = self.extender
+        if isinstance(raw, ExtenderArgs):
+            args = raw
+        else:
+            body = decode_json(raw)
+            if verb == "bind":
+                return extender.bind(parse_binding_args(body))
+            args = parse_extender_args(body)
+        return extender.filter(args) if verb == "filter" else extender.prioritize(args)
+
+    def inline(self, verb: str, raw: bytes) -> tuple[bool, Any]:
+        """(True, answer) for a small filter / prioritize on the placement path while the store's lock is free
+        (about a millisecond: cheaper than two thread hand-offs); else (False, what the worker thread gets)."""
+        extender = self.extender
+        if verb == "bind" or len(raw) > INLINE_MAX_BYTES or extender.decider.path != "placement":
+            return False, raw
+        args = parse_extender_args(decode_json(raw))
+        lock = extender.store.lock
+        if args.nodes is not None or not lock.acquire(blocking=False):  # Nodes may rebuild the model
+            return False, args
+        try:
+            return True, self.answer(verb, args)
+        finally:
+            lock.release()
 
 
 def create_app(extender: Extender, prefix: str = "", *, token: str | None = None, client_certs: bool = False,
@@ -126,39 +222,9 @@ def create_app(extender: Extender, prefix: str = "", *, token: str | None = None
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     app = FastAPI(title="Horus scheduler extender", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.extender = extender
-    if token or client_certs:
+    app.add_middleware(Verbs, extender=extender, prefix=prefix)
+    if token or client_certs:  # added last: outermost, so the verbs are behind it
         app.add_middleware(BearerAuth, token=token, client_certs=client_certs)
-
-    def answer(verb: str, raw: bytes) -> Any:
-        body = decode_json(raw)
-        if verb == "bind":
-            return extender.bind(parse_binding_args(body))
-        args = parse_extender_args(body)
-        return extender.filter(args) if verb == "filter" else extender.prioritize(args)
-
-    async def handle(verb: str, request: Request) -> Response:
-        try:
-            raw = await _read_body(request)
-            return _reply(await run_in_threadpool(answer, verb, raw))
-        except BodyTooLarge as exc:
-            return _error(verb, str(exc), 413)
-        except (ProtocolError, PodError, HorusInputError) as exc:
-            return _error(verb, str(exc), 400)
-        except Exception as exc:  # a bug: answer, log, keep serving
-            log.exception("%s failed", verb)
-            return _error(verb, f"internal error: {type(exc).__name__}: {str(exc)[:200]}", 500)
-
-    @app.post(prefix + "/filter")
-    async def filter_(request: Request) -> Response:
-        return await handle("filter", request)
-
-    @app.post(prefix + "/prioritize")
-    async def prioritize(request: Request) -> Response:
-        return await handle("prioritize", request)
-
-    @app.post(prefix + "/bind")
-    async def bind(request: Request) -> Response:
-        return await handle("bind", request)
 
     @app.get("/healthz")
     async def healthz() -> Response:
