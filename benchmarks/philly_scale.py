@@ -9,7 +9,11 @@ Each (policy, job count) runs in its own Python process so that start-up, peak m
     python benchmarks/philly_scale.py --gpus 512 --policy horus-paper --growth # 10k/20k/40k/82k + fitted exponent
     python benchmarks/philly_scale.py --gpus 2048 --policy horus-paper   # uncongested (the old default)
 
-Writes one JSON (default benchmarks/results/philly_scale_<gpus>gpu.json) with every run, the fitted
+The world is what ``horus simulate`` runs by default (``--world cli``: noisy periodic telemetry, estimated sizes,
+deviated memory, the physical predictor) or the exact one (``--world exact``: ``SimConfig()``, analytic predictor;
+the figures measured before issue 27 were taken there).
+
+Writes one JSON (default benchmarks/results/philly_scale_<gpus>gpu[_exact].json) with every run, the fitted
 exponents and the machine. Needs the Philly trace at ../shared/data/traces/philly (skips with a
 message when absent). ``--profile DIR`` also writes a cProfile of each run's simulation (pstats).
 """
@@ -68,13 +72,21 @@ def run_one(args: argparse.Namespace) -> dict[str, object]:
     cluster = Cluster([Node(f"node{i:04d}", v100, 8, "nvlink") for i in range(nodes)])
     t0 = cpu_s()
     trace = traces.load_trace(TRACE, "philly")
-    truth = TRUTH_MODELS.create(args.truth)
+    if args.world == "cli":  # what `horus simulate` runs by default: deviated memory, estimated sizes, noisy reports
+        from horus.sim.world import build_truth
+
+        truth = build_truth(args.truth, None, cluster, memory="deviated")
+        config = SimConfig(sizes="estimate", sizes_seed=args.seed, telemetry="noisy",
+                           telemetry_options={"seed": args.seed})
+    else:  # the exact world (``SimConfig()``, the truth's own memory): what the golden decisions pin
+        truth = TRUTH_MODELS.create(args.truth)
+        config = SimConfig()
     jobs = materialize(trace, truth, reference_gpu=v100, seed=args.seed)
     if args.limit:
         jobs = jobs[: args.limit]
     load_cpu_s = cpu_s() - t0
     policy = POLICIES.create(args.policy)
-    predictor = PREDICTORS.create(args.predictor)
+    predictor = PREDICTORS.create(args.predictor or ("physical" if args.world == "cli" else "analytic"))
     profiler = None
     if args.profile:
         import cProfile
@@ -82,7 +94,7 @@ def run_one(args: argparse.Namespace) -> dict[str, object]:
         profiler = cProfile.Profile()
         profiler.enable()
     cpu0, wall0 = cpu_s(), time.perf_counter()
-    result = simulate(jobs, cluster, policy, truth, predictor, SimConfig())
+    result = simulate(jobs, cluster, policy, truth, predictor, config)
     sim_wall_s, sim_cpu_s = time.perf_counter() - wall0, cpu_s() - cpu0
     if profiler is not None:
         profiler.disable()
@@ -90,6 +102,7 @@ def run_one(args: argparse.Namespace) -> dict[str, object]:
         profiler.dump_stats(str(args.profile / f"{args.policy}_{len(jobs)}jobs_{cluster.num_gpus}gpu.pstats"))
     return {
         "policy": args.policy, "policy_config": policy.describe(), "jobs": len(jobs), "gpus": cluster.num_gpus,
+        "world": args.world, "sim_config": config.describe(), "predictor": predictor.name,
         "import_cpu_s": round(import_cpu_s, 3), "load_and_materialize_cpu_s": round(load_cpu_s, 3),
         "simulate_cpu_s": round(sim_cpu_s, 3), "simulate_wall_s": round(sim_wall_s, 3),
         "process_cpu_s": round(cpu_s(), 3), "events": result.events_processed,
@@ -100,7 +113,9 @@ def run_one(args: argparse.Namespace) -> dict[str, object]:
 def run_child(args: argparse.Namespace, policy: str, limit: int) -> dict[str, object]:
     """Run one simulation in a fresh interpreter; adds the child's whole-process CPU time."""
     cmd = [sys.executable, __file__, "--one", "--policy", policy, "--limit", str(limit), "--gpus", str(args.gpus),
-           "--truth", args.truth, "--predictor", args.predictor, "--seed", str(args.seed)]
+           "--truth", args.truth, "--seed", str(args.seed), "--world", args.world]
+    if args.predictor:
+        cmd += ["--predictor", args.predictor]
     if args.profile:
         cmd += ["--profile", str(args.profile)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -143,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="a run still going after this many wall seconds is stopped and reported as not finished")
     parser.add_argument("--gpus", type=int, default=512, help="cluster size (8-GPU V100 nodes); 512 = congested")
     parser.add_argument("--truth", default="parametric")
-    parser.add_argument("--predictor", default="analytic")
+    parser.add_argument("--predictor", help="default: physical in the cli world (as horus simulate), analytic in exact")
+    parser.add_argument("--world", choices=("cli", "exact"), default="cli",
+                        help="cli (default): what `horus simulate` runs by default -- noisy periodic telemetry, "
+                             "estimated sizes, deviated memory, the physical predictor; exact: SimConfig() (exact "
+                             "telemetry and sizes, the truth's memory; the world the golden decisions pin)")
     parser.add_argument("--limit", type=int, default=0, help="simulate only the first N jobs (0 = all)")
     parser.add_argument("--growth", action="store_true",
                         help="run 10k, 20k, 40k and all jobs and fit the growth exponent of simulate CPU time")
@@ -196,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": ["python", "benchmarks/philly_scale.py", *(argv if argv is not None else sys.argv[1:])],
         "trace": {"path": str(TRACE), "sha256": sha256_file(TRACE)},
         "cluster": {"gpus": args.gpus, "nodes": args.gpus // 8, "gpu_type": "v100 16 GiB", "per_node": 8},
-        "truth": args.truth, "predictor": args.predictor, "seed": args.seed,
+        "truth": args.truth, "predictor": args.predictor or "default of the world", "world": args.world,
+        "seed": args.seed,
         "cpu_time": "user + sys seconds (resource.getrusage); 'simulate' = the simulate() call only, "
                     "'whole_process' = the child interpreter including imports and trace loading",
         "runs": runs,
@@ -207,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": environment(),
         "machine": {"cpus": os.cpu_count(), "processor": platform.processor(), "load_avg_at_end": os.getloadavg()},
     }
-    out = args.out or RESULTS / f"philly_scale_{args.gpus}gpu.json"
+    out = args.out or RESULTS / f"philly_scale_{args.gpus}gpu{'' if args.world == 'cli' else '_exact'}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(to_jsonable(report), indent=2, default=str) + "\n")
     print(f"-> {out}")

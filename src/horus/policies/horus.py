@@ -181,6 +181,7 @@ class AdaptiveHorusPolicy(Policy):
         self._touched = np.zeros(0, dtype=np.int64)
         self._type_clock: dict[str, int] = {}
         self._no_pay: dict[tuple[str, int, str | None], tuple[int, np.ndarray]] = {}
+        self._touched_since: dict[int, np.ndarray] = {}  # this call: clock -> GPUs touched after it
         self.unpacked = 0
         self.migrated = 0
         # job types seen to fail out of memory (telemetry: a queued job's ``oom_failures``): their memory is
@@ -423,6 +424,13 @@ class AdaptiveHorusPolicy(Policy):
         if kind in plan.no_gain:
             return None  # an earlier job of this kind found no GPU worth sharing on this planned load
         sig_ids = self._refresh_call(state, plan)
+        memo = self._no_pay.get(kind)
+        if memo is not None and self._type_clock.get(spec.job_type, -1) <= memo[0]:
+            redo = np.concatenate([self._touched_after(memo[0]), memo[1], np.fromiter(plan.dirty, dtype=np.int64)])
+            if not self._may_pay(job, redo, load, state, sig_ids, snap, plan):  # no GPU pays (the short path)
+                plan.no_gain.add(kind)
+                self._no_pay[kind] = (self._clock, np.fromiter(plan.dirty, dtype=np.int64, count=len(plan.dirty)))
+                return None
         mem = job_mem_per_gpu(spec, state, idx)
         shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
                      & (load.pred_mem_mib + mem <= (1.0 - self.mem_margin) * state.mem_capacity_mib))
@@ -436,7 +444,6 @@ class AdaptiveHorusPolicy(Policy):
         n_shared = int(np.count_nonzero(shared_ok))
         if not n_shared or n_shared + int(idle.sum()) < k:
             return None
-        memo = self._no_pay.get(kind)
         if memo is not None and self._type_clock.get(spec.job_type, -1) <= memo[0]:
             redo = self._touched > memo[0]  # elsewhere nothing paid then and nothing it reads changed since
             redo[memo[1]] = True
@@ -484,6 +491,40 @@ class AdaptiveHorusPolicy(Policy):
             return None
         return gpus
 
+    def _touched_after(self, clock: int) -> np.ndarray:
+        """GPUs touched by a call after ``clock`` (``_touched``), computed once per clock and call."""
+        found = self._touched_since.get(clock)
+        if found is None:
+            found = self._touched_since[clock] = np.flatnonzero(self._touched > clock)
+        return found
+
+    def _may_pay(self, job: QueuedJob, gpus: np.ndarray, load: GPULoad, state: SchedulerState, sig_ids: np.ndarray,
+                 snap: _Snapshot, plan: _Plan) -> bool:
+        """Whether one of ``gpus`` passes ``_colocation``'s sharing and gain screens for ``job``: its test on the
+        GPUs a remembered "no GPU pays" leaves open, without the arrays over the whole cluster."""
+        if not len(gpus):
+            return False
+        spec = job.spec
+        mem = job_mem_per_gpu(spec, state, self.idx)
+        n_res = load.n_residents[gpus]
+        ok = ((n_res >= 1) & (n_res < self.max_residents)
+              & (load.pred_mem_mib[gpus] + (mem[gpus] if isinstance(mem, np.ndarray) else mem)
+                 <= (1.0 - self.mem_margin) * state.mem_capacity_mib[gpus]))
+        if self.oom_types:
+            ok &= ~self._oom_hosts(state)[gpus]
+        allowed = self.idx.allowed(spec)
+        if allowed is not None:
+            ok &= allowed[gpus]
+        candidates = gpus[ok]
+        if not len(candidates):
+            return False
+        uniq, first = np.unique(sig_ids[candidates], return_index=True)
+        for sig_id, i in zip(uniq.tolist(), first.tolist()):
+            own, drop, sigma, _ = self._join_cached(spec.job_type, sig_id, int(candidates[i]), state, snap, plan)
+            if (own - drop) - self.kappa * sigma >= self.margin:
+                return True
+        return False
+
     def _refresh_call(self, state: SchedulerState, plan: _Plan) -> np.ndarray:
         """Every GPU's signature id in this call (planned types included). Made once per call, when it also
         brings ``_touched`` and ``_type_clock`` up to date (what changed since the last call that looked)."""
@@ -494,6 +535,7 @@ class AdaptiveHorusPolicy(Policy):
         changed = sigs.refresh(state, self.idx.type_of_gpu)
         learned, self.tracker.learned = self.tracker.learned, []
         self._clock += 1
+        self._touched_since = {}
         if changed is None or self._joins_table is not sigs.sigs or len(self._touched) != n:
             # ids were re-issued (a new state or an overgrown table): cached answers name old signatures
             self._joins, self._joins_table, self._no_pay = {}, sigs.sigs, {}
