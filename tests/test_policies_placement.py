@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from policies_fakes import make_state, policy, queue, run_job, starts
+from policies_fakes import spec as fake_spec
 
 from horus.policies.base import Start
 from horus.state import SchedulerState
@@ -205,3 +206,38 @@ def test_horus_idle_fast_path_matches_the_general_cost() -> None:
         general = select_gpus(placement.cost_per_gpu(job, load, state), 1, placement.idx)
         assert fast is not None and general is not None
         assert fast[0] == general[0] and fast[1] == pytest.approx(general[1])
+
+
+def test_horus_multi_gpu_node_bounds_match_the_general_cost() -> None:
+    """The multi-GPU shortcut (nodes costed in bound order) chooses exactly what costing every GPU and
+    ``select_gpus`` choose, with the same cost, on shared loads with tied nodes and after planned starts."""
+    import numpy as np
+
+    from horus.policies.parts.ordered import Placement
+    from horus.policies.placements.horus import HorusPlacement
+    from horus.state import QueuedJob, gpu_share
+
+    rng = np.random.default_rng(5)
+    models = ["small", "new", "u3", "u5", "light", "big", "mid", "huge"]
+    compared = 0
+    for trial in range(60):
+        width = int(rng.choice([4, 8]))
+        state = make_state(TABLE, nodes=int(rng.integers(2, 40)), gpus_per_node=width)
+        n = state.cluster.num_gpus
+        for i in range(int(rng.integers(0, 2 * n))):  # some GPUs shared, some nodes left alike (ties)
+            g = int(rng.integers(n))
+            if state.load.n_residents[g] < 3:
+                run_job(state, f"r{i}", str(rng.choice(models)), (g,))
+        placement = HorusPlacement()
+        load = state.tentative()
+        placement.begin(load, state)
+        for j in range(12):
+            job = QueuedJob(fake_spec(f"q{trial}-{j}", str(rng.choice(models)), gpus=int(rng.integers(2, width + 1))), 0.0)
+            fast = placement.evaluate(job, load, state)
+            general = Placement.evaluate(placement, job, load, state)
+            assert fast == general
+            compared += fast is not None
+            if fast is not None:
+                load.add(fast[0], state.predict(job.spec, state.cluster.gpus[fast[0][0]].gpu_type), gpu_share(job.spec))
+                placement.update(load, state)
+    assert compared > 100

@@ -129,12 +129,24 @@ class HorusPolicy(Policy):
     def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
                      jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> None:
         """(Re-)evaluate ``jobs`` on ``load``; keep those that fit in ``live`` (in place), drop the rest."""
-        for job, ok in zip(jobs, self.placement.possible(jobs, load, state).tolist()):
-            choice = self.choose(job, load, state) if ok else None
+        admitted = self.placement.possible(jobs, load, state).tolist()
+        fast = self._fast_choices(jobs, admitted, load, state)
+        for i, (job, ok) in enumerate(zip(jobs, admitted)):
+            choice = fast[i] if i in fast else self.choose(job, load, state) if ok else None
             if choice is None:
                 live.pop(job.spec.job_id, None)
             else:
                 live[job.spec.job_id] = (job, choice)
+
+    def _fast_choices(self, jobs: list[QueuedJob], admitted: list[bool], load: GPULoad,
+                      state: SchedulerState) -> dict[int, tuple[tuple[int, ...], float]]:
+        """``choose`` of the admitted jobs the placement's idle fast path decides, at once (position -> choice);
+        only where ``choose`` is this class's and the placement's ``evaluate`` is ``HorusPlacement``'s."""
+        placement = self.placement
+        if type(self).choose is not HorusPolicy.choose or type(placement).evaluate is not HorusPlacement.evaluate \
+                or type(placement)._idle_fast_path is not HorusPlacement._idle_fast_path:
+            return {}
+        return placement.idle_fast_choices(jobs, admitted, load, state)
 
     def _remember(self, state: SchedulerState, waiting: list[QueuedJob]) -> None:
         """The jobs that could not start under the planned load (trusted while the load stays as planned)."""
