@@ -105,7 +105,8 @@ class HorusPlacement(Placement):
         Returns () when the job cannot be placed, None where this shortcut does not apply (negative weights, a
         job that needs an empty GPU, several card sizes, no node that fits: the general path decides)."""
         k, w = job.spec.num_gpus, self.weights
-        if (needs_empty_gpu(job) or k > self.idx.node_gpus.shape[1]
+        if (needs_empty_gpu(job) or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None
+                or k > self.idx.node_gpus.shape[1]
                 or min(w.util, w.memory, w.corunners, w.node_fit, w.overload) < 0.0):
             return None
         if not self._summary_ready:
