@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from policies_fakes import make_state, policy, queue, run_job, starts
+from policies_fakes import spec as fake_spec
 
 from horus.policies.base import Start
 from horus.state import SchedulerState
@@ -205,3 +206,85 @@ def test_horus_idle_fast_path_matches_the_general_cost() -> None:
         general = select_gpus(placement.cost_per_gpu(job, load, state), 1, placement.idx)
         assert fast is not None and general is not None
         assert fast[0] == general[0] and fast[1] == pytest.approx(general[1])
+
+
+def test_horus_node_bounds_match_the_general_cost() -> None:
+    """The node-bound shortcut (nodes costed in bound order) chooses exactly what costing every GPU and
+    ``select_gpus`` choose, with the same cost, on shared loads with tied nodes, under a utilization cap
+    above 1 (overload term) and after planned starts; ``evaluate`` of a multi-GPU job agrees too."""
+    import numpy as np
+
+    from horus.policies.parts.gpu_selection import select_gpus
+    from horus.policies.parts.ordered import Placement
+    from horus.policies.placements.horus import HorusPlacement
+    from horus.state import QueuedJob, gpu_share
+
+    rng = np.random.default_rng(5)
+    models = ["small", "new", "u3", "u5", "light", "big", "mid", "huge"]
+    compared = 0
+    for trial in range(60):
+        width = int(rng.choice([4, 8]))
+        state = make_state(TABLE, nodes=int(rng.integers(2, 40)), gpus_per_node=width)
+        n = state.cluster.num_gpus
+        for i in range(int(rng.integers(0, 2 * n))):  # some GPUs shared, some nodes left alike (ties)
+            g = int(rng.integers(n))
+            if state.load.n_residents[g] < 3:
+                run_job(state, f"r{i}", str(rng.choice(models)), (g,))
+        placement = HorusPlacement(util_cap=float(rng.choice([1.0, 1.5])))
+        load = state.tentative()
+        placement.begin(load, state)
+        for j in range(12):
+            job = QueuedJob(fake_spec(f"q{trial}-{j}", str(rng.choice(models)), gpus=int(rng.integers(1, width + 1))), 0.0)
+            found = placement.bounded_choice(job, load, state)
+            if found is not None:
+                cost = placement.cost_per_gpu(job, load, state)
+                assert (found or None) == (None if cost is None else select_gpus(cost, job.spec.num_gpus, placement.idx))
+                compared += bool(found)
+            if job.spec.num_gpus > 1:
+                placed = placement.evaluate(job, load, state)
+                assert placed == Placement.evaluate(placement, job, load, state)
+            else:
+                placed = placement.place(job, load, state), 0.0
+            if placed is not None and placed[0] is not None:
+                gpus = placed[0]
+                load.add(gpus, state.predict(job.spec, state.cluster.gpus[gpus[0]].gpu_type), gpu_share(job.spec))
+                placement.update(load, state)
+    assert compared > 200
+
+
+def test_horus_iasp_node_bounds_match_costing_every_gpu() -> None:
+    """horus-iasp's choice through the node-bound shortcut (interference added on the nodes it costs) is
+    exactly its choice from costing every GPU, planned starts included."""
+    import numpy as np
+
+    from horus.state import QueuedJob, gpu_share
+
+    rng = np.random.default_rng(7)
+    models = ["small", "new", "u3", "u5", "light", "big", "mid"]
+    compared = 0
+    for trial in range(25):
+        width = int(rng.choice([4, 8]))
+        state = make_state(TABLE, nodes=int(rng.integers(2, 30)), gpus_per_node=width)
+        n = state.cluster.num_gpus
+        for i in range(int(rng.integers(0, 2 * n))):
+            g = int(rng.integers(n))
+            if state.load.n_residents[g] < 2:
+                run_job(state, f"r{i}", str(rng.choice(models)), (g,))
+        fast, slow = policy("horus-iasp"), policy("horus-iasp")
+        slow._losses_never_negative = lambda: False  # type: ignore[attr-defined, method-assign]
+        loads = [fast.planning_load(state).copy(), slow.planning_load(state).copy()]
+        fast.placement.begin(loads[0], state)
+        slow.placement.begin(loads[1], state)
+        assert fast._losses_never_negative()  # type: ignore[attr-defined]
+        for j in range(10):
+            job = QueuedJob(fake_spec(f"q{trial}-{j}", str(rng.choice(models)), gpus=int(rng.integers(1, width + 1))), 0.0)
+            choice = fast.choose(job, loads[0], state)
+            assert choice == slow.choose(job, loads[1], state)
+            if choice is None:
+                continue
+            compared += 1
+            for p, load in zip((fast, slow), loads):
+                load.add(choice[0], state.predict(job.spec, state.cluster.gpus[choice[0][0]].gpu_type), gpu_share(job.spec))
+                p.note_start(job, choice[0], state)
+                p.placement.update(load, state)
+    assert compared > 100

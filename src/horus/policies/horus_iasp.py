@@ -11,6 +11,7 @@ summed-utilization rule (``horus.interference.slowdown``; ``describe`` says whic
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,10 @@ class HorusIASPPolicy(HorusPolicy):
         placement = self.placement
         if not hasattr(placement, "idx") or placement.idx.cluster is not state.cluster:
             placement.begin(load, state)
+        if self._losses_never_negative() and len(placement.idx.types) == 1 and job.spec.gpu_type_request is None:
+            found = placement.bounded_choice(job, load, state, adjust=partial(self._add_interference, job, load))
+            if found is not None:
+                return found or None
         cost = placement.cost_per_gpu(job, load, state)
         if cost is None:
             return None
@@ -79,3 +84,27 @@ class HorusIASPPolicy(HorusPolicy):
             cost[shared] = np.where(own < self.min_throughput, np.inf,
                                     cost[shared] + self.interference_weight * lost)
         return select_gpus(cost, job.spec.num_gpus, placement.idx)
+
+    kind_choose = choose  # reads the job through its type, GPUs, request, OOM failures and predicted load only
+
+    def _add_interference(self, job: QueuedJob, load: GPULoad, cost: np.ndarray, gpus: np.ndarray) -> None:
+        """``choose``'s interference term on the feasible shared GPUs among ``gpus`` (rows of nodes), in place."""
+        assert self.estimator is not None
+        shared = np.isfinite(cost) & (load.n_residents[gpus] > 0)
+        if shared.any():
+            lost, own = self.types.added_losses(self.estimator, job.spec.job_type, gpus[shared], self.placement.idx)
+            cost[shared] = np.where(own < self.min_throughput, np.inf, cost[shared] + self.interference_weight * lost)
+
+    def _losses_never_negative(self) -> bool:
+        """Whether the interference term can only raise a GPU's cost (what ``HorusPlacement.bounded_choice``
+        needs): a non-negative weight and the summed-utilization rule with theta, gamma >= 0, whose throughputs
+        never rise when a job joins (the added loss is then >= 0, in floating point too)."""
+        model = getattr(self.estimator, "model", None)
+        key = (id(model), self.interference_weight, getattr(model, "theta", None), getattr(model, "gamma", None))
+        if getattr(self, "_never_negative_for", None) != key:
+            from horus.interference.summed_util import SummedUtilization  # loaded with the fallback estimator
+
+            self._never_negative_for = key
+            self._never_negative = (self.interference_weight >= 0.0 and type(model) is SummedUtilization
+                                    and model.theta >= 0.0 and model.gamma >= 0.0)
+        return self._never_negative

@@ -64,6 +64,8 @@ class HorusPolicy(Policy):
     def choose(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> Choice:
         return self.placement.evaluate(job, load, state)
 
+    kind_choose = choose  # a ``choose`` that reads a job only through ``_kind`` (subclasses: their own, if so)
+
     def note_start(self, job: QueuedJob, gpus: tuple[int, ...], state: SchedulerState) -> None:
         """Called for each planned start (the oracle tracks co-runner types)."""
 
@@ -129,12 +131,47 @@ class HorusPolicy(Policy):
     def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
                      jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> None:
         """(Re-)evaluate ``jobs`` on ``load``; keep those that fit in ``live`` (in place), drop the rest."""
-        for job, ok in zip(jobs, self.placement.possible(jobs, load, state).tolist()):
-            choice = self.choose(job, load, state) if ok else None
+        admitted = self.placement.possible(jobs, load, state).tolist()
+        fast = self._fast_choices(jobs, admitted, load, state)
+        kinds: dict[tuple[object, ...], Choice] | None = {} if self._choice_by_kind() else None
+        for i, (job, ok) in enumerate(zip(jobs, admitted)):
+            if i in fast:
+                choice = fast[i]
+            elif not ok:
+                choice = None
+            elif kinds is None:
+                choice = self.choose(job, load, state)
+            else:  # jobs alike get the same choice on the same load: one evaluation per kind
+                kind = self._kind(job, state)
+                choice = kinds[kind] if kind in kinds else kinds.setdefault(kind, self.choose(job, load, state))
             if choice is None:
                 live.pop(job.spec.job_id, None)
             else:
                 live[job.spec.job_id] = (job, choice)
+
+    def _choice_by_kind(self) -> bool:
+        """Whether ``choose`` depends on a job only through ``_kind``: true of this class's and of the classes that
+        declare theirs so (``kind_choose``), with the placement's own scoring."""
+        placement = self.placement
+        return (type(self).choose is type(self).kind_choose and type(placement).evaluate is HorusPlacement.evaluate
+                and type(placement).cost_per_gpu is HorusPlacement.cost_per_gpu)
+
+    def _kind(self, job: QueuedJob, state: SchedulerState) -> tuple[object, ...]:
+        """What the choice of ``job`` reads: type, GPUs, requested GPU type, an earlier out-of-memory failure and
+        the placement's load of it on each GPU type."""
+        spec = job.spec
+        return (spec.job_type, spec.num_gpus, spec.gpu_type_request, job.oom_failures > 0,
+                *((p.util, p.mem_mib) for p in self.placement.job_loads(job, state)))
+
+    def _fast_choices(self, jobs: list[QueuedJob], admitted: list[bool], load: GPULoad,
+                      state: SchedulerState) -> dict[int, tuple[tuple[int, ...], float]]:
+        """``choose`` of the admitted jobs the placement's idle fast path decides, at once (position -> choice);
+        only where ``choose`` is this class's and the placement's ``evaluate`` is ``HorusPlacement``'s."""
+        placement = self.placement
+        if type(self).choose is not HorusPolicy.choose or type(placement).evaluate is not HorusPlacement.evaluate \
+                or type(placement)._idle_fast_path is not HorusPlacement._idle_fast_path:
+            return {}
+        return placement.idle_fast_choices(jobs, admitted, load, state)
 
     def _remember(self, state: SchedulerState, waiting: list[QueuedJob]) -> None:
         """The jobs that could not start under the planned load (trusted while the load stays as planned)."""

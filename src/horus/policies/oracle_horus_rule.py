@@ -146,6 +146,8 @@ class OraclePolicy(HorusPolicy):
                 best = cand
         return None if best is None else ((best[2],), best[1])
 
+    kind_choose = choose  # reads the job through its type, GPUs, request, OOM failures and true load only
+
     def _gain(self, job: QueuedJob, gpu: int, state: SchedulerState) -> float:
         """Change in the GPU's total normalized throughput if ``job`` joins it (alone: 1.0)."""
         residents = [state.running[jid].spec.job_type for jid in state.residents[gpu]]

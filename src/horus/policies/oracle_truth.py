@@ -131,15 +131,46 @@ class TrueWorld:
         (the policy is not called while nothing waits, so several may have finished since)."""
         running = state.running
         gone = [jid for jid in self.jobs if jid not in running]
-        while gone:
-            done = min(gone, key=lambda j: self.jobs[j].rem / self.jobs[j].rate)
-            self.advance(min(state.now, self.t + self.jobs[done].rem / self.jobs[done].rate))
-            self.remove(done)
-            gone.remove(done)
+        if gone:
+            self._replay_finishes(gone, state.now)
         self.advance(state.now)
         for jid, run in running.items():
             if jid not in self.jobs:
                 self.add(run.spec, run.gpus, self.length(run.spec) - run.iterations_done)
+
+    def _replay_finishes(self, gone: list[str], now: float) -> None:
+        """Remove ``gone``, the earliest true completion (``rem / rate``; ties: ``gone`` order) first.
+
+        A heap of those keys: a removal changes only its co-runners' rates (their keys are pushed anew), an
+        advance of the clock every remaining key (the heap is rebuilt). O(gone log gone) while the clock stands
+        still, as when many jobs left between two calls."""
+        jobs = self.jobs
+        version = [0] * len(gone)
+        at = {jid: i for i, jid in enumerate(gone)}
+        heap = [(jobs[jid].rem / jobs[jid].rate, i, 0) for i, jid in enumerate(gone)]
+        heapq.heapify(heap)
+        for _ in range(len(gone)):
+            while True:
+                _, i, ver = heapq.heappop(heap)
+                if ver == version[i]:
+                    break
+            done = gone[i]
+            del at[done]
+            t = self.t
+            self.advance(min(now, self.t + jobs[done].rem / jobs[done].rate))
+            gpus = jobs[done].gpus
+            self.remove(done)
+            if self.t != t:  # every remaining job's work left moved: rebuild
+                for k in at.values():
+                    version[k] += 1
+                heap = [(jobs[jid].rem / jobs[jid].rate, k, version[k]) for jid, k in at.items()]
+                heapq.heapify(heap)
+                continue
+            for jid in dict.fromkeys(j for g in gpus for j in self.residents[g]):  # re-rated by the removal
+                k = at.get(jid)
+                if k is not None:
+                    version[k] += 1
+                    heapq.heappush(heap, (jobs[jid].rem / jobs[jid].rate, k, version[k]))
 
     def length(self, spec: JobSpec) -> float:
         """The job's true length (its announced one where the simulator gave none)."""

@@ -5,7 +5,7 @@ similarity to the node's co-runners - free_weight x idle fraction + memory_weigh
 fraction``; ties (within ``SCORE_TIE``) go to the lowest node index. Similarity = mean cosine of
 op-kind histograms from the catalog (jobs built of the same ops contend for the same units),
 memoised per (model, set of co-runner types); it is looked up only for nodes whose bound can still
-reach the best score.
+reach the best score, lowest bound first (the best found so far tightens the bound).
 """
 
 from __future__ import annotations
@@ -38,8 +38,13 @@ def op_mix_similarity(model: str, corunner_types: frozenset[str]) -> float:
     """Mean cosine similarity of ``model``'s op mix to each co-runner job type's (0 with none)."""
     if not corunner_types:
         return 0.0
-    mix = op_mix(model)
-    return float(np.mean([mix @ op_mix(t.rpartition("/b")[0]) for t in sorted(corunner_types)]))
+    return float(np.mean([_pair_similarity(model, t) for t in sorted(corunner_types)]))
+
+
+@cache
+def _pair_similarity(model: str, job_type: str) -> np.floating:
+    """Cosine of ``model``'s op mix and that of ``job_type``'s model (cached)."""
+    return op_mix(model) @ op_mix(job_type.rpartition("/b")[0])
 
 
 class ClusterLevel:
@@ -70,11 +75,20 @@ class ClusterLevel:
         if busy.any():
             bound = float(score[~busy].min()) if not busy.all() else np.inf
             need = np.flatnonzero(busy & (score <= bound + SCORE_TIE))
+            lower = score[need]
             score[busy] = np.inf
-            if len(need):
-                similarity = self._similarity_of_sets(job.spec.model, types.set_of_node[nodes[need]], types)
-                score[need] = (((cost[need] / k + self.similarity_weight * similarity)
-                                - self.free_weight * idle_frac[nodes[need]]) + self.memory_weight * mem_frac[nodes[need]])
+            # Lowest bound first, in growing chunks, until the next bound cannot reach the best score found
+            # (a node left out scores above every tie, so the choice is the one of looking all up).
+            need = need[np.argsort(lower, kind="stable")]
+            lower = np.sort(lower, kind="stable")
+            start, chunk = 0, 16
+            while start < len(need) and lower[start] <= bound + SCORE_TIE:
+                part = need[start:start + chunk]
+                similarity = self._similarity_of_sets(job.spec.model, types.set_of_node[nodes[part]], types)
+                score[part] = (((cost[part] / k + self.similarity_weight * similarity)
+                                - self.free_weight * idle_frac[nodes[part]]) + self.memory_weight * mem_frac[nodes[part]])
+                bound = min(bound, float(score[part].min()))
+                start, chunk = start + chunk, 2 * chunk
         best = int(np.argmax(score <= score.min() + SCORE_TIE))  # lowest node index among the ties
         first = int(idx.node_first[nodes[best]])
         return int(nodes[best]), tuple(first + int(i) for i in local[best])

@@ -46,8 +46,7 @@ def _select_one_type(cost: np.ndarray, feasible: np.ndarray, k: int,
         nodes = of_gpu[np.flatnonzero(np.diff(of_gpu, prepend=-1))]  # each node once, in node order
         gpus, pad = idx.node_gpus[nodes], idx.node_pad[nodes]
     padded = np.where(pad | ~feasible[gpus], np.inf, cost[gpus])
-    order = np.argsort(padded, axis=1, kind="stable")
-    sorted_cost = padded[np.arange(len(gpus))[:, None], order]
+    sorted_cost = np.sort(padded, axis=1)  # the values a stable argsort orders (which GPU: below, one row)
     finite = np.isfinite(sorted_cost)
     count = finite.sum(axis=1)
     if k <= sorted_cost.shape[1]:
@@ -55,8 +54,9 @@ def _select_one_type(cost: np.ndarray, feasible: np.ndarray, k: int,
         if fits.any():
             sums = np.where(fits, sorted_cost[:, :k].sum(axis=1), np.inf)
             row = int(np.argmin(sums))
-            chosen = gpus[row, order[row, :k]]
+            chosen = gpus[row, np.argsort(padded[row], kind="stable")[:k]]
             return (1, float(sums[row])), tuple(int(g) for g in chosen)
+    order = np.argsort(padded, axis=1, kind="stable")
     # Span several nodes: most feasible GPUs first (fewest nodes), cheaper first on ties.
     feasible_sum = np.where(finite, sorted_cost, 0.0).sum(axis=1)
     rows = np.lexsort((feasible_sum, -count))

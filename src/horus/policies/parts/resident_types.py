@@ -52,7 +52,7 @@ class ResidentTypes:
             self.idx = cluster_index(state.cluster)
             self.sig_of_gpu = np.zeros(state.cluster.num_gpus, dtype=np.int64)
             self.set_of_node = np.zeros(self.idx.num_nodes, dtype=np.int64)
-            changed = np.arange(state.cluster.num_gpus)
+            changed = np.flatnonzero(cur.n_residents)  # GPUs without residents keep signature 0, nodes set 0
         else:
             changed = np.flatnonzero((cur.n_residents != self._n) | (cur.pred_mem_mib != self._mem))
         running, residents = state.running, state.residents

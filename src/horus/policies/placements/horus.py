@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -10,6 +11,8 @@ from horus.policies.parts.cluster_index import job_predictions
 from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
+
+Adjust = Callable[[np.ndarray, np.ndarray], None]  # (costs of nodes' GPUs, those GPUs) -> raise costs in place
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class HorusPlacement(Placement):
         self._summary_ready = False
         self._base_ready = False
         self._fast_gpu: tuple[int, int] | None = None
+        self._bounds: dict[tuple[int, float, float], np.ndarray] = {}  # per (k, util, memory): node bounds
+        self._rows_ready = False
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
@@ -77,9 +82,114 @@ class HorusPlacement(Placement):
             self.begin(load, state)
         spec = job.spec
         self._ensure_idle()
-        if self.n_idle and spec.num_gpus == 1 and len(self.idx.types) == 1 and spec.gpu_type_request is None:
-            return self._idle_fast_path(job, load, state)
+        if len(self.idx.types) == 1 and spec.gpu_type_request is None:
+            if self.n_idle and spec.num_gpus == 1:
+                return self._idle_fast_path(job, load, state)
+            found = self.bounded_choice(job, load, state)
+            if found is not None:
+                return (found[0], found[1] / spec.num_gpus) if found else None
         return super().evaluate(job, load, state)
+
+    def bounded_choice(self, job: QueuedJob, load: GPULoad, state: SchedulerState,
+                       adjust: Adjust | None = None) -> tuple[tuple[int, ...], float] | tuple[()] | None:
+        """``select_gpus(cost_per_gpu(job))`` -- GPUs and summed cost -- on one GPU type and card size where one
+        node can take the job, costing few nodes exactly.
+
+        With one card size a GPU's cost grows with its job-independent part (``base_cost``), so the k cheapest
+        GPUs of a node that are idle or open (kept per node, sorted, re-sorted only where values changed), costed
+        for the job and summed as ``select_gpus`` sums, bound the node's sum from below -- and equal it when those
+        k GPUs can all take the job. Nodes are costed exactly (the same float operations as ``cost_per_gpu`` and
+        ``select_gpus``) in (bound, node) order until no node left can beat or tie the best: the choice (lowest
+        sum, ties: lowest node, then lowest GPU) is the one of costing every GPU. ``adjust(cost, gpus)`` may raise
+        the cost of the feasible GPUs it is given (rows of nodes, in place; never lower: the bound must hold).
+        Returns () when the job cannot be placed, None where this shortcut does not apply (negative weights, a
+        job that needs an empty GPU, several card sizes, no node that fits: the general path decides)."""
+        k, w = job.spec.num_gpus, self.weights
+        if (needs_empty_gpu(job) or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None
+                or k > self.idx.node_gpus.shape[1]
+                or min(w.util, w.memory, w.corunners, w.node_fit, w.overload) < 0.0):
+            return None
+        if not self._summary_ready:
+            self._summarise()
+        inv_cap = self._one_inv_cap()
+        if inv_cap is None:
+            return None
+        loads = self.job_loads(job, state)
+        u, m = float(loads[0].util), float(loads[0].mem_mib)
+        if self.n_idle < k and (m > self.max_free_mib or u + self.min_util_open > self.util_cap):
+            return ()  # as cost_per_gpu: the summary rules it out
+        overload = self.util_cap > 1.0 or u > 1.0
+        key = (k, u, m)
+        bound = self._bounds.get(key)
+        if bound is None:  # the same for every job of that shape until the load changes
+            rows = self._node_rows()
+            bound = self._bounds[key] = (rows + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)  # inf: < k
+        bound = bound.copy()
+        best, best_node, chunk = np.inf, -1, 1
+        found: np.ndarray | None = None
+        while True:
+            node = int(np.argmin(bound))  # the lowest (bound, node) left
+            first = bound[node]
+            if not np.isfinite(first) or first > best or (first == best and node > best_node):
+                break
+            if chunk == 1:
+                part = np.array([node])
+            elif np.isfinite(best):
+                part = np.flatnonzero(bound <= best)  # all that may still beat or tie the best
+            else:
+                part = np.argpartition(bound, chunk)[:chunk] if chunk < len(bound) else np.arange(len(bound))
+                part = np.sort(part[np.isfinite(bound[part])])
+            bound[part] = np.inf
+            gpus = self.idx.node_gpus[part]
+            cost = self.base_cost[gpus] + w.util * u + (w.memory * m) * self.inv_cap[gpus]
+            util_after = load.pred_util[gpus] + u
+            if overload:
+                cost = cost + w.overload * np.maximum(util_after - 1.0, 0.0)
+            feasible = (self.free_mib[gpus] >= m) & self.open[gpus] & (util_after <= self.util_cap)
+            feasible |= self.idle[gpus]
+            padded = np.where(self.idx.node_pad[part] | ~feasible, np.inf, cost)
+            if adjust is not None:
+                adjust(padded, gpus)
+            ordered = np.sort(padded, axis=1)
+            sums = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
+            i = int(np.argmin(sums))  # the lowest node among this part's least sums (part is ascending)
+            total, at = float(sums[i]), int(part[i])
+            if total < best or (total == best and at < best_node):
+                best, best_node, found = total, at, padded[i]
+            chunk = 16 if chunk == 1 else 2 * chunk
+        if found is None:
+            return None  # no single node fits: the general path (spanning nodes) decides
+        chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
+        return tuple(int(g) for g in chosen), best
+
+    def _one_inv_cap(self) -> float | None:
+        """``inv_cap`` when every GPU has the same card size, else None."""
+        if getattr(self, "_inv_cap_of", None) is not self.inv_cap:
+            self._inv_cap_of = self.inv_cap
+            same = len(self.inv_cap) > 0 and bool(np.all(self.inv_cap == self.inv_cap[0]))
+            self._inv_cap_one = float(self.inv_cap[0]) if same else None
+        return self._inv_cap_one
+
+    def _node_rows(self) -> np.ndarray:
+        """Per node: the ascending ``base_cost`` of its GPUs that are idle or open (inf past them); rows are
+        re-sorted only for nodes whose values changed."""
+        if self._rows_ready:
+            return self._rows
+        self._ensure_base_cost()
+        values = np.where(self.idle | self.open, self.base_cost, np.inf)
+        idx = self.idx
+        if getattr(self, "_rows_idx", None) is not idx:
+            self._rows_idx = idx
+            self._rows_values = np.full(len(values), np.nan)  # NaN differs from everything: all rows
+            self._rows = np.full(idx.node_gpus.shape, np.inf)
+        changed = np.flatnonzero(values != self._rows_values)
+        if len(changed):
+            nodes = np.unique(idx.node_of_gpu[changed])
+            block = np.sort(np.where(idx.node_pad[nodes], np.inf, values[idx.node_gpus[nodes]]), axis=1)
+            self._rows[nodes] = block
+            self._rows_values = values
+        self._rows_ready = True
+        return self._rows
 
     def _idle_fast_path(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[tuple[int, ...], float]:
         """Single-GPU job, one GPU type, some GPU idle: the general cost's winner is an idle GPU (the
@@ -99,6 +209,31 @@ class HorusPlacement(Placement):
                 + w.memory * (load.pred_mem_mib[g] + pred.mem_mib) / state.mem_capacity_mib[g]
                 + w.node_fit * self.node_idle[node] / self.idx.node_size[node])
         return (g,), float(cost)
+
+    def idle_fast_choices(self, jobs: list[QueuedJob], ok: list[bool], load: GPULoad,
+                          state: SchedulerState) -> dict[int, tuple[tuple[int, ...], float]]:
+        """``evaluate`` of the jobs ``ok`` admits that take the idle fast path, all at once (position -> choice);
+        the others are left out (evaluate them one by one). Same values: the same float operations, per job."""
+        if not hasattr(self, "idx") or self.idx.cluster is not state.cluster:
+            self.begin(load, state)
+        self._ensure_idle()
+        w = self.weights
+        if not self.n_idle or len(self.idx.types) != 1 or w.corunners <= w.node_fit:
+            return {}
+        at = [i for i, job in enumerate(jobs) if ok[i] and job.spec.num_gpus == 1 and job.spec.gpu_type_request is None]
+        if not at:
+            return {}
+        if self._fast_gpu is None:
+            node = int(np.argmin(np.where(self.node_idle > 0, self.node_idle, np.inf)))
+            gpus = self.idx.node_gpus[node]
+            self._fast_gpu = (int(gpus[int(np.argmax(self.idle[gpus] & ~self.idx.node_pad[node]))]), node)
+        g, node = self._fast_gpu
+        rows = self.requests(jobs, state)[at]  # one GPU type: its prediction is the least over types
+        util_after = load.pred_util[g] + rows[:, 2]
+        cost = (w.util * util_after + w.overload * np.maximum(util_after - 1.0, 0.0)
+                + w.memory * (load.pred_mem_mib[g] + rows[:, 1]) / state.mem_capacity_mib[g]
+                + w.node_fit * self.node_idle[node] / self.idx.node_size[node])
+        return {i: ((g,), c) for i, c in zip(at, cost.tolist())}
 
     def _summarise(self) -> None:
         self._ensure_idle()
