@@ -182,6 +182,9 @@ class AdaptiveHorusPolicy(Policy):
         self._type_clock: dict[str, int] = {}
         self._no_pay: dict[tuple[str, int, str | None], tuple[int, np.ndarray]] = {}
         self._touched_since: dict[int, np.ndarray] = {}  # this call: clock -> GPUs touched after it
+        # (job type, GPUs, request) -> (clock, GPUs dirty in that call, own, drop, sigma, known): ``_colocation``
+        self._kind_arrays: dict[tuple[str, int, str | None], tuple[int, np.ndarray, np.ndarray, np.ndarray,
+                                                                   np.ndarray, np.ndarray]] = {}
         self.unpacked = 0
         self.migrated = 0
         # job types seen to fail out of memory (telemetry: a queued job's ``oom_failures``): their memory is
@@ -214,7 +217,7 @@ class AdaptiveHorusPolicy(Policy):
                                               prior_sigma=self.prior_sigma)
             self._predictor = state.predictor
             self.tracker.learned = []
-            self._joins, self._no_pay = {}, {}
+            self._joins, self._no_pay, self._kind_arrays = {}, {}, {}
         self.tracker.observe(state)
         if self.history is not None:
             self.history.observe(state)
@@ -444,22 +447,32 @@ class AdaptiveHorusPolicy(Policy):
         n_shared = int(np.count_nonzero(shared_ok))
         if not n_shared or n_shared + int(idle.sum()) < k:
             return None
-        if memo is not None and self._type_clock.get(spec.job_type, -1) <= memo[0]:
-            redo = self._touched > memo[0]  # elsewhere nothing paid then and nothing it reads changed since
-            redo[memo[1]] = True
-            redo[list(plan.dirty)] = True
-            shared_ok &= redo
-        shared = np.flatnonzero(shared_ok)
-        own = np.ones(len(load.n_residents))  # the job's throughput per GPU (1 on idle GPUs)
-        drop = np.zeros(len(own))  # throughput the residents lose per GPU
-        sigma = np.zeros(len(own))
-        known = np.zeros(len(own), dtype=bool)  # the joined set's throughput was observed (settled)
+        # per GPU: the job's throughput (1 on idle GPUs), the throughput the residents lose, uncertainty, whether the
+        # joined set's throughput was observed (settled); kept per job kind and re-derived only where a join's
+        # inputs changed since (``_touched``, GPUs planned on in that call or this one)
+        kept = self._kind_arrays.get(kind)
+        if kept is not None and self._type_clock.get(spec.job_type, -1) <= kept[0]:
+            redo = np.concatenate([self._touched_after(kept[0]), kept[1], np.fromiter(plan.dirty, dtype=np.int64)])
+            own, drop, sigma, known = kept[2].copy(), kept[3].copy(), kept[4].copy(), kept[5].copy()
+            own[redo], drop[redo], sigma[redo], known[redo] = 1.0, 0.0, 0.0, False
+            evaluate = np.zeros(len(own), dtype=bool)
+            evaluate[redo] = True
+            shared = np.flatnonzero(shared_ok & evaluate)
+        else:
+            own = np.ones(len(load.n_residents))
+            drop, sigma = np.zeros(len(own)), np.zeros(len(own))
+            known = np.zeros(len(own), dtype=bool)
+            shared = np.flatnonzero(shared_ok)
         if len(shared):
             uniq, first, inv = np.unique(sig_ids[shared], return_index=True, return_inverse=True)
             found = np.array([self._join_cached(spec.job_type, int(sig_id), int(shared[i]), state, snap, plan)
                               for sig_id, i in zip(uniq.tolist(), first.tolist())], dtype=float).reshape(-1, 4)
             own[shared], drop[shared], sigma[shared] = found[inv, 0], found[inv, 1], found[inv, 2]
             known[shared] = found[inv, 3] > 0
+        if len(self._kind_arrays) > 256:
+            self._kind_arrays.clear()
+        self._kind_arrays[kind] = (self._clock, np.fromiter(plan.dirty, dtype=np.int64, count=len(plan.dirty)),
+                                   own, drop, sigma, known)
         gain_per_gpu = own - drop
         paying = shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)
         if not paying.any():
@@ -538,7 +551,7 @@ class AdaptiveHorusPolicy(Policy):
         self._touched_since = {}
         if changed is None or self._joins_table is not sigs.sigs or len(self._touched) != n:
             # ids were re-issued (a new state or an overgrown table): cached answers name old signatures
-            self._joins, self._joins_table, self._no_pay = {}, sigs.sigs, {}
+            self._joins, self._joins_table, self._no_pay, self._kind_arrays = {}, sigs.sigs, {}, {}
             self._touched = np.zeros(n, dtype=np.int64)
         else:
             touched = set(changed)
