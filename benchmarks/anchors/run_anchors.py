@@ -27,23 +27,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-import convert  # noqa: E402  (beside this script)
-from provenance import git_commit  # noqa: E402  (benchmarks/provenance.py)
+import convert  # beside this script
+from provenance import git_commit  # benchmarks/provenance.py
 
 ROOT = HERE.parents[1]
 TRACE = ROOT.parent / "shared" / "data" / "traces" / "philly" / "philly_jobs.csv"
 RESULTS = ROOT / "benchmarks" / "results"
 ANCHORS = ("tiresias", "gavel", "lucid", "blox")
-BLOX_SKIP = ("no adapter: Blox's simulator is two processes talking gRPC on fixed ports (simulator_simple.py "
-             "serves jobs, a scheduler script polls it each round) and reads its own Philly JSON job log; "
-             "not wired up here (README.md, 'Blox')")
+BLOX_SKIP = ("cannot take this slice without editing its code: Blox's simulator (simulator_simple.py) draws its "
+             "own workload from the raw Philly JSON job log (Poisson arrivals at --jobs-per-hour, Gavel-like drawn "
+             "lengths, 1 GPU per job, jobs outside 31.6 min..166.7 h dropped) on a cluster fixed in its code "
+             "(32 x 4 GPUs); README.md, 'Blox'")
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,8 @@ def skip_reason(anchor: str, src: Path | None, args: argparse.Namespace) -> str 
 
 def horus_run(policy: str, cluster: Path, args: argparse.Namespace, work: Path) -> dict[str, object]:
     exe = Path(sys.executable).with_name("horus")
-    base = [str(exe)] if exe.exists() else [sys.executable, "-c", "import sys; from horus.cli import main; "
-                                                                   "sys.exit(main(sys.argv[1:]))"]
+    entry = "import sys; from horus.cli import main; sys.exit(main(sys.argv[1:]))"
+    base = [str(exe)] if exe.exists() else [sys.executable, "-c", entry]
     cmd = [*base, "simulate", "--trace", str(args.trace), "--format", "philly", "--cluster", str(cluster),
            "--policy", policy, "--max-jobs", str(args.max_jobs), "--no-progress", "--json",
            "--out", str(work / "horus" / policy)]
