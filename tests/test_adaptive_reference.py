@@ -9,6 +9,7 @@ start and preemption sequence, call by call.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from horus.plugins import load_all
 from horus.policies.base import POLICIES, Policy
 from horus.predict.analytic import AnalyticPredictor
 from horus.sim.engine import SimConfig, simulate
+from horus.sim.telemetry import TELEMETRY_MODELS, Attempt, NoisyTelemetry
 from horus.traces.base import RawJob, Trace
 from horus.traces.generate import WorkloadSpec, generate_workload
 from horus.traces.materialize import materialize
@@ -87,3 +89,27 @@ def test_gandiva_decides_as_with_frozen_tracker(world: str, monkeypatch: pytest.
     frozen_log, _ = decisions(POLICIES.create("gandiva"), world)
     assert len(log) > 20
     assert log == frozen_log
+
+
+class _NoisyReadEveryCall(NoisyTelemetry):
+    """``noisy`` with the base class's read schedule: every running job read at every policy call."""
+
+    def next_report_s(self, run: Attempt, now: float) -> float:
+        return math.nextafter(now, math.inf)
+
+
+def test_reading_jobs_only_when_a_report_is_due_changes_nothing() -> None:
+    """The engine reads a job's telemetry only when ``next_report_s`` says a new report is due (or a rate changed
+    at a report's own time); reading every job at every call must give the same run, action by action."""
+    if "noisy-every-call" not in TELEMETRY_MODELS.names():
+        TELEMETRY_MODELS.register("noisy-every-call")(_NoisyReadEveryCall)
+    runs = []
+    for model in ("noisy", "noisy-every-call"):
+        jobs, cluster_, truth = build("stream", 2.0, 100, 7)
+        recorder = RecordingPolicy(POLICIES.create("horus"))
+        result = simulate(jobs, cluster_, recorder, truth, AnalyticPredictor(),
+                          SimConfig(telemetry=model, telemetry_options={"seed": 7, "period_s": 45.0}))
+        runs.append((recorder.log, result.summary["mean_jct_s"], result.summary["preemptions"]))
+    assert len(runs[0][0]) > 50
+    assert runs[0] == runs[1]
+

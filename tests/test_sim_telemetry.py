@@ -282,3 +282,14 @@ def test_a_pair_is_unpacked_only_once_its_set_is_settled(name: str) -> None:
     for run in state.running.values():
         run.reported_at = None
     assert create_policy(name).schedule(state) == [Preempt("B")]
+
+
+def test_the_next_report_is_the_first_time_the_report_index_moves() -> None:
+    model = NoisyTelemetry(period_s=0.1, sigma=0.0)
+    attempt = Attempt("j", 0, 1.7, 1.7, 0.0)
+    now = 1.7
+    for _ in range(200):
+        due = model.next_report_s(attempt, now)
+        before = math.floor((math.nextafter(due, -math.inf) - 1.7) / 0.1)
+        assert math.floor((due - 1.7) / 0.1) == before + 1  # the index moves exactly at ``due``
+        now = due

@@ -7,6 +7,8 @@ version number). The policy sees only ``SchedulerState``; the truth model stays 
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import time as wallclock
 from collections.abc import Iterable, Sequence
@@ -110,6 +112,10 @@ class _Engine:
         self.truth = truth
         self.config = config
         self.telemetry = config.telemetry_model()
+        # reported telemetry: (when, seq, job id, attempt) of each job's next read, and each job's pending one
+        self._reads: list[tuple[float, int, str, Attempt]] = []
+        self._read_at: dict[str, tuple[Attempt, float]] = {}
+        self._read_seq = itertools.count()
         self.state = SchedulerState(cluster, predictor)
         self.sizes = size_knowledge(config.sizes, config.sizes_seed)
         if not self.sizes.known and policy.orders_by_size():
@@ -254,12 +260,28 @@ class _Engine:
 
     def _report(self, now: float) -> None:
         """Bring every running job's telemetry up to what it has reported by ``now`` (read just before the policy
-        is asked: no event per report, so reports do not change when the policy is called)."""
-        running, report = self.state.running, self.telemetry.report
-        for job_id, live in self.live.items():
-            if live.telemetry is not None:
-                run = running[job_id]
-                run.observed_rate, run.iterations_done, run.reported_at = report(live.telemetry, now)
+        is asked: no event per report, so reports do not change when the policy is called). Only jobs whose
+        report may have changed are read (``TelemetryModel.next_report_s``, or a rate change at a report's time)."""
+        reads, read_at, running, report = self._reads, self._read_at, self.state.running, self.telemetry.report
+        while reads and reads[0][0] <= now:
+            at, _, job_id, attempt = heapq.heappop(reads)
+            if read_at.get(job_id) != (attempt, at):
+                continue  # superseded by an earlier read, or the attempt ended
+            del read_at[job_id]
+            live = self.live.get(job_id)
+            if live is None or live.telemetry is not attempt:
+                continue
+            run = running[job_id]
+            run.observed_rate, run.iterations_done, run.reported_at = report(attempt, now)
+            self._read_from(job_id, attempt, self.telemetry.next_report_s(attempt, now))
+
+    def _read_from(self, job_id: str, attempt: Attempt, at: float) -> None:
+        """Read ``job_id``'s telemetry at the first policy call at or after ``at`` (unless one is due earlier)."""
+        pending = self._read_at.get(job_id)
+        if pending is not None and pending[0] is attempt and pending[1] <= at:
+            return
+        self._read_at[job_id] = (attempt, at)
+        heapq.heappush(self._reads, (at, next(self._read_seq), job_id, attempt))
 
     # ---- Executor: carry out checked actions -----------------------------------------------------
     def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
@@ -281,6 +303,8 @@ class _Engine:
         self.live[job_id] = live
         run.iterations_done = work - remaining
         live.telemetry = self.telemetry.track(job_id, record.preemptions, now, stall_until, run.iterations_done)
+        if live.telemetry is not None:
+            self._read_from(job_id, live.telemetry, now)
         if record.first_start != record.first_start:  # NaN: first real start
             record.first_start = now
         for g, s in zip(gpus, solos):
@@ -426,6 +450,8 @@ class _Engine:
             run.iterations_done = live.spec.iterations - live.remaining
         else:
             live.telemetry.change(now, rate, live.spec.iterations - live.remaining)
+            if live.telemetry.last is None:  # a change at the latest report's own time: read it again
+                self._read_from(job_id, live.telemetry, now)
         return True
 
     # ---- results -------------------------------------------------------------------------------

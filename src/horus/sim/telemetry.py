@@ -98,6 +98,12 @@ class TelemetryModel(ABC):
     def report(self, run: Attempt, now: float) -> Report:
         """What the job has reported by ``now``."""
 
+    def next_report_s(self, run: Attempt, now: float) -> float:
+        """The earliest time after ``now`` at which ``report`` may answer differently, barring a rate change at a
+        report's own time (``Attempt.last`` is then cleared). The engine reads a job again only from then on;
+        by default at every later time."""
+        return math.nextafter(now, math.inf)
+
     def describe(self) -> dict[str, object]:
         return {"name": self.name}
 
@@ -152,6 +158,17 @@ class NoisyTelemetry(TelemetryModel):
         found = Report(rate, done, at)
         run.last = (index, found)
         return found
+
+    def next_report_s(self, run: Attempt, now: float) -> float:
+        """When the next report is made: the first time the report index passes the current one."""
+        started, period = run.started, self.period_s
+        index = max(0, math.floor((now - started) / period))
+        due = started + (index + 1) * period  # within a few ulps of the boundary: find the exact first float
+        while due > now and math.floor((math.nextafter(due, -math.inf) - started) / period) > index:
+            due = math.nextafter(due, -math.inf)
+        while math.floor((due - started) / period) <= index:
+            due = math.nextafter(due, math.inf)
+        return due
 
     def noise(self, job_id: str, attempt: int, index: int) -> float:
         """The multiplicative noise of one report: ``exp(sigma z - sigma^2 / 2)``, ``z`` standard normal from a hash."""
