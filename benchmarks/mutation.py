@@ -309,12 +309,17 @@ def main(argv: list[str] | None = None) -> int:
                 (work / f"w{i}" / "shared").symlink_to(SHARED)
         report: dict[str, dict[str, object]] = {}
         plan: list[list[tuple[Mutant, str, str, float]]] = []  # per module
+        rank_in_line: dict[tuple[str, str, int], int] = {}  # (module, operator, occurrence) -> rank on its line
         for name in names:
             target = targets[name]
             target.missing_tests = [t for t in target.tests if not (template / t).is_file()]
             target.tests = [t for t in target.tests if (template / t).is_file()]
             source = (template / target.path).read_text()
             found = enumerate_mutants(template, target)
+            line_groups: dict[tuple[str, str], int] = {}
+            for m in found:  # tests/test_mutation_sample.py finds a mutant again by (operator, code, rank)
+                rank_in_line[(name, m.operator, m.occurrence)] = line_groups.get((m.operator, m.code), 0)
+                line_groups[(m.operator, m.code)] = rank_in_line[(name, m.operator, m.occurrence)] + 1
             reasons, chosen = classify(found, source, equivalents, args.sample, args.seed)
             try:
                 base_s = baseline(template, target)
@@ -347,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes[outcome] = outcomes.get(outcome, 0) + 1  # type: ignore[index, union-attr, attr-defined]
                 entry["wall_s"] = round(float(entry["wall_s"]) + wall, 1)  # type: ignore[arg-type]
                 found = {"line": mutant.start[0], "operator": mutant.operator, "occurrence": mutant.occurrence,
-                         "code": mutant.code}
+                         "code": mutant.code,
+                         "rank_in_line": rank_in_line[(mutant.target, mutant.operator, mutant.occurrence)]}
                 if outcome == "survived":
                     entry["survivors"].append({**found, "diff": diff})  # type: ignore[union-attr]
                 elif outcome == "killed":

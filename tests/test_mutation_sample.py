@@ -4,8 +4,9 @@
 ``benchmarks/results/mutation.json``, every mutant the tests killed and the test that killed it. Here
 ``PER_MODULE`` of those mutants per module, drawn with a fixed seed, are applied again by cosmic-ray in a
 private copy of the tree (never this checkout) and the test that killed each is run against it (then, if it
-passes, e.g. a property test drew other examples, all the module's tests): it must still fail. A mutant whose source line changed since the benchmark ran is looked up again by operator and
-code; one that no longer exists is replaced by the next killed mutant of the same module.
+passes, e.g. a property test drew other examples, all the module's tests): it must still fail. A mutant whose source line moved since the benchmark ran is looked up again by operator, code and its rank
+among that line's mutants of the operator (``rank_in_line``: global occurrence numbers shift when code is added
+above it); one that no longer exists is replaced by the next killed mutant of the same module.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def test_sampled_mutants_are_still_killed(module: str, candidates: list[dict[str
     checked = 0
     for want in candidates:
         same = [m for m in available if m.operator == want["operator"] and m.code == want["code"]]
-        exact = [m for m in same if m.occurrence == want["occurrence"]]
+        rank = want.get("rank_in_line")  # which of the line's mutants of that operator (occurrences shift with edits)
+        exact = [same[rank]] if rank is not None and rank < len(same) else [
+            m for m in same if m.occurrence == want["occurrence"]]
         if not (exact or same):
             continue  # the source changed under this mutant: take the next one
         mutant = (exact or same)[0]
