@@ -67,17 +67,56 @@ from horus.policies.placements.horus import HorusPlacement
 from horus.state import GPULoad, PlanMemo, QueuedJob, RunningJob, SchedulerState, gpu_share
 
 
-@dataclass
 class _Snapshot:
-    free_at: np.ndarray  # predicted seconds until each busy GPU is idle, ascending
-    first_end: np.ndarray  # per GPU: predicted seconds until its first resident ends (inf when idle)
-    x_now: dict[str, float]  # believed normalized throughput of co-located running jobs
+    """Running jobs seen once per call, each part made when first asked (most calls need only ``x_now``): when
+    GPUs free up, when each GPU's first resident ends, and each co-located job's believed current normalized
+    throughput (a gang's: its slowest GPU's)."""
+
+    def __init__(self, policy: AdaptiveHorusPolicy, state: SchedulerState) -> None:
+        self._policy, self._state = policy, state
+        self._x_now: dict[str, float] | None = None
+        self._times: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def x_now(self) -> dict[str, float]:
+        if self._x_now is None:
+            tracker, state = self._policy.tracker, self._state
+            assert tracker is not None
+            x_now: dict[str, float] = {}
+            for g in np.flatnonzero(state.load.n_residents >= 2).tolist():
+                runs = [state.running[j] for j in state.residents[g]]
+                est = tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
+                for r, x in zip(runs, est.x):
+                    jid = r.spec.job_id
+                    x_now[jid] = min(x_now.get(jid, 1.0), x)
+            self._x_now = x_now
+        return self._x_now
+
+    def _timing(self) -> tuple[np.ndarray, np.ndarray]:
+        """(predicted seconds until each busy GPU is idle, ascending; per GPU until its first resident ends)."""
+        if self._times is None:
+            state = self._state
+            n = state.cluster.num_gpus
+            last, first = np.zeros(n), np.full(n, np.inf)
+            for run in state.running.values():
+                left = self._policy._run_left_s(run, state)
+                for g in run.gpus:
+                    last[g] = max(last[g], left)
+                    first[g] = min(first[g], left)
+            busy = state.load.n_residents > 0
+            self._times = (np.sort(last[busy]), first)
+        return self._times
+
+    @property
+    def first_end(self) -> np.ndarray:
+        return self._timing()[1]
 
     def wait(self, gpus_needed: int) -> float:
         """Predicted wait until ``gpus_needed`` GPUs have freed up (inf if never)."""
         if gpus_needed <= 0:
             return 0.0
-        return float(self.free_at[gpus_needed - 1]) if gpus_needed <= len(self.free_at) else math.inf
+        free_at = self._timing()[0]
+        return float(free_at[gpus_needed - 1]) if gpus_needed <= len(free_at) else math.inf
 
 
 @dataclass
@@ -292,8 +331,7 @@ class AdaptiveHorusPolicy(Policy):
             if gpus is None and self._may_share(job):
                 snap = snap or self._snapshot(state)
                 idle_now = int(cycle.idle().sum())
-                gpus = self._colocation(job, load, state, snap.wait(blocked_gpus + spec.num_gpus - idle_now), snap,
-                                        plan)
+                gpus = self._colocation(job, load, state, blocked_gpus + spec.num_gpus - idle_now, snap, plan)
             if gpus is None:
                 blocked.append(job)
                 blocked_gpus += spec.num_gpus
@@ -304,7 +342,7 @@ class AdaptiveHorusPolicy(Policy):
             for job in self.background_order.tail(state, self.background):
                 if job.spec.job_id in plan.started or not self._may_share(job):
                     continue
-                gpus = self._colocation(job, cycle.load, state, snap.wait(blocked_gpus), snap, plan)
+                gpus = self._colocation(job, cycle.load, state, blocked_gpus, snap, plan)
                 if gpus is not None:
                     self._plan_start(cycle, job, gpus, plan)
         return blocked, plan
@@ -392,29 +430,13 @@ class AdaptiveHorusPolicy(Policy):
         return predicted_remaining_s(job, state)
 
     def _snapshot(self, state: SchedulerState) -> _Snapshot:
-        """Running jobs seen once per call: when GPUs free up, when each GPU's first resident ends, and
-        each job's believed current normalized throughput (a gang's: its slowest GPU's)."""
-        assert self.tracker is not None
-        n = state.cluster.num_gpus
-        last, first = np.zeros(n), np.full(n, np.inf)
-        x_now: dict[str, float] = {}
-        for g in np.flatnonzero(state.load.n_residents >= 2).tolist():
-            runs = [state.running[j] for j in state.residents[g]]
-            est = self.tracker.estimate([r.spec.job_type for r in runs], state.cluster.gpus[g].gpu_type)
-            for r, x in zip(runs, est.x):
-                jid = r.spec.job_id
-                x_now[jid] = min(x_now.get(jid, 1.0), x)
-        for run in state.running.values():
-            left = self._run_left_s(run, state)
-            for g in run.gpus:
-                last[g] = max(last[g], left)
-                first[g] = min(first[g], left)
-        busy = state.load.n_residents > 0
-        return _Snapshot(np.sort(last[busy]), first, x_now)
+        """Running jobs seen once per call (``_Snapshot``: each part when first asked)."""
+        return _Snapshot(self, state)
 
-    def _colocation(self, job: QueuedJob, load: GPULoad, state: SchedulerState, wait: float, snap: _Snapshot,
+    def _colocation(self, job: QueuedJob, load: GPULoad, state: SchedulerState, gpus_needed: int, snap: _Snapshot,
                     plan: _Plan) -> tuple[int, ...] | None:
-        """GPUs where starting ``job`` now (sharing at least one) pays most, or None.
+        """GPUs where starting ``job`` now (sharing at least one) pays most, or None. The wait it avoids is the
+        predicted time until ``gpus_needed`` GPUs free up (``_Snapshot.wait``).
 
         Per candidate GPU: the job's predicted throughput there and the throughput its residents lose
         (a gang resident loses on all its GPUs: ``k x`` the drop of its slowest worker). The job's
@@ -500,7 +522,7 @@ class AdaptiveHorusPolicy(Policy):
             return None
         loss = max(0.0, k - gain)
         overlap = min(self._queued_left_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
-        if k * wait - overlap * loss <= 0:
+        if k * snap.wait(gpus_needed) - overlap * loss <= 0:
             return None
         return gpus
 
