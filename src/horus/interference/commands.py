@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+
+from horus.sim import options as opt
 
 GAVEL_GPUS = ("v100", "p100", "k80")
 MAX_FOLDS = 100
@@ -19,6 +20,7 @@ def _check_common(args: argparse.Namespace) -> None:
     from horus.validation import check_option
 
     check_option("--seed", args.seed, "seed")
+    opt.check_input_file(args.gavel, "--gavel", "Gavel's simulation_throughputs.json")
     if args.solo_predictor:
         load_all("horus.predict")
         if args.solo_predictor not in PREDICTORS:
@@ -61,11 +63,11 @@ def _train(args: argparse.Namespace) -> int:
     from horus.interference.data import default_features
     from horus.interference.evaluation import default_factory, evaluate_splits, random_splits
     from horus.interference.persistence import save_model
-
     from horus.validation import OutputDir
 
     _check_common(args)
-    OutputDir(args.out, "--out")  # checked before the data is read
+    output = OutputDir(args.out, "--out")  # checked before the data is read
+    opt.check_writable(args.out, "--out")
     data, sha, quirks = _load(args.gavel, (args.gpu,), args.drop_both_at_solo)
     features = default_features(args.solo_predictor)
     obs = data[args.gpu]
@@ -78,7 +80,7 @@ def _train(args: argparse.Namespace) -> int:
 
     from horus.interference.evaluation import metrics
     fit = metrics(np.array([o.value for o in obs]), train_pred)
-    with OutputDir(args.out, "--out"):
+    with output:
         path = save_model(model, args.out, data_sha256=sha, metrics={"train": fit, f"random_{args.folds}fold": cv},
                           extra={"data": {"source": str(args.gavel), "gpu": args.gpu, "observations": len(obs),
                                           "quirks": quirks[args.gpu]}})
@@ -88,11 +90,11 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from horus.errors import HorusInputError
     from horus.interference import models  # noqa: F401
     from horus.interference.data import default_features
-    from horus.errors import HorusInputError
-    from horus.interference.models import INTERFERENCE_MODELS
     from horus.interference.evaluation import COMPARED_MODELS, PROTOCOLS, default_factory, format_table
+    from horus.interference.models import INTERFERENCE_MODELS
 
     _check_common(args)
     names = [n.strip() for n in args.models.split(",")] if args.models else list(COMPARED_MODELS)
@@ -145,14 +147,33 @@ def _run_protocol(name: str, index: int, count: int, data: dict[str, list], mode
         bar.close()
 
 
-def _predict(args: argparse.Namespace) -> int:
-    from horus.jobs import parse_job_type
-    from horus.interference.persistence import load_model
+def predict_gpu(name: str) -> object:
+    """``--gpu`` of ``predict``: a Gavel key (v100, p100, k80) as is, or a preset GPU type by name (any case);
+    anything else is a HorusInputError (it would silently be predicted as a 16 GiB V100-speed card)."""
+    from horus.errors import HorusInputError
+    from horus.gpu_types import PRESETS
 
+    if name.lower() in GAVEL_GPUS:
+        return name.lower()
+    by_lower = {key.lower(): value for key, value in PRESETS.items()}
+    if name.lower() in by_lower:
+        return by_lower[name.lower()]
+    raise HorusInputError("--gpu", f"unknown GPU type {name!r}; expected one of {', '.join(GAVEL_GPUS)} or a preset: "
+                                   f"{', '.join(PRESETS)}")
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from horus.interference.persistence import load_model
+    from horus.jobs import parse_job_type
+
+    from horus.validation import LIMITS
+
+    LIMITS["set_size"].check(len(args.job_types), "JOB_TYPE", "jobs sharing one GPU")
     for job_type in args.job_types:
         parse_job_type(job_type)
+    gpu = predict_gpu(args.gpu)
     model = load_model(args.model_dir)
-    values = model.predict(args.job_types, args.gpu)
+    values = model.predict(args.job_types, gpu)
     for job_type, value in zip(args.job_types, values):
         print(f"{job_type}\t{value:.3f}")
     return 0
@@ -163,31 +184,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="interference_command", metavar="ACTION", required=True)
 
     def data_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--gavel", required=True, help="Gavel simulation_throughputs.json")
+        p.add_argument("--gavel", required=True, type=opt.path_arg, help="Gavel simulation_throughputs.json")
         p.add_argument("--gpu", default="v100", choices=GAVEL_GPUS, help="GPU type to train on")
         p.add_argument("--drop-both-at-solo", action="store_true",
                        help="exclude Gavel pairs where both jobs are exactly at solo throughput (kept by default)")
         p.add_argument("--solo-predictor", default="analytic",
                        help="registered solo predictor for util/memory features ('' for graph features only)")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=opt.number(opt.SEED), default=0, help="0 to 2**32-1 (default 0)")
 
     train = sub.add_parser("train", help="train a model on Gavel pairs and save it")
     data_args(train)
     train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util", "physical"))
-    train.add_argument("--out", required=True, type=Path, help="output directory")
-    train.add_argument("--folds", type=int, default=5, help="k-fold held-out check stored in the sidecar (<2: skip)")
+    train.add_argument("--out", required=True, type=opt.path_arg, help="output directory")
+    train.add_argument("--folds", type=opt.number(opt.TRAIN_FOLDS), default=5,
+                       help=f"k-fold held-out check stored in the sidecar, 2 to {MAX_FOLDS} and at most the measured "
+                            "co-located sets (0 or 1: skip; default 5)")
     train.set_defaults(func=_train)
 
     evaluate = sub.add_parser("evaluate", help="compare models under held-out protocols")
     data_args(evaluate)
     evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "cold-start-cross-gpu", "all"))
     evaluate.add_argument("--models", default="", help="comma-separated model names (default: all compared)")
-    evaluate.add_argument("--folds", type=int, default=5, help=f"k of the random protocol (2-{MAX_FOLDS})")
+    evaluate.add_argument("--folds", type=opt.number(opt.EVALUATE_FOLDS), default=5,
+                          help=f"k of the random protocol, 2 to {MAX_FOLDS} and at most the measured co-located sets "
+                               "(default 5)")
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(func=_evaluate)
 
     predict = sub.add_parser("predict", help="normalized throughput of each job of a co-located set")
-    predict.add_argument("--model-dir", required=True, type=Path)
-    predict.add_argument("--gpu", default="v100")
+    predict.add_argument("--model-dir", required=True, type=opt.path_arg)
+    predict.add_argument("--gpu", default="v100", help="GPU type: v100 (default), p100, k80 or a preset (A100-80GB...)")
     predict.add_argument("job_types", nargs="+", metavar="JOB_TYPE", help="e.g. resnet50/b64 lstm_lm/b20")
     predict.set_defaults(func=_predict)

@@ -9,6 +9,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from horus.sim import options as opt
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -17,28 +19,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(per cell, and mean +- std over seeds). Needs the ray extra; --no-ray runs the cells here, one by one.")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
                    help="policy (repeatable; default: every registered policy)")
-    p.add_argument("--trace", action="append", dest="traces", metavar="PATH",
+    p.add_argument("--trace", action="append", dest="traces", metavar="PATH", type=opt.path_arg,
                    help="trace file (repeatable; default: the embedded default workload)")
-    p.add_argument("--cluster", action="append", dest="clusters", metavar="PATH",
+    p.add_argument("--cluster", action="append", dest="clusters", metavar="PATH", type=opt.path_arg,
                    help="cluster spec YAML or openb node CSV (repeatable; default: the embedded 8x8 V100)")
-    p.add_argument("--seeds", default="0", help="comma-separated sampler seeds, or A-B (default 0)")
-    p.add_argument("--format", dest="fmt", default="horus", help="format of every --trace: horus, philly or openb")
+    p.add_argument("--seeds", default="0",
+                   help=f"comma-separated sampler seeds, or A-B, each 0 to 2**32-1, at most {MAX_SEEDS} (default 0)")
+    p.add_argument("--format", dest="fmt",
+                   help="format of every --trace: horus (default), philly or openb")
     p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
-    p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--gavel", type=opt.path_arg, help="Gavel simulation_throughputs.json (for --truth gavel)")
     p.add_argument("--memory-truth", choices=("formula", "deviated"),
                    help="true peak memory: deviated (default; the formula off by a deviation per job type fitted on "
                         "measured trainings, docs/truth.md) or formula (the truth's own)")
     p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
-    p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
+    p.add_argument("--predictor-dir", type=opt.path_arg, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
-    p.add_argument("--max-jobs", type=int, help="use only the first N jobs of each trace")
+    p.add_argument("--max-jobs", type=opt.number(opt.MAX_JOBS),
+                   help="use only the first N jobs of each trace (1 to 20,000,000)")
     p.add_argument("--sizes", default="estimate", choices=("estimate", "exact", "none"),
                    help="what every policy is told of job lengths, as horus simulate --sizes (default estimate)")
     p.add_argument("--telemetry", default="noisy", choices=("noisy", "exact"),
                    help="what running jobs report, as horus simulate --telemetry (default noisy, seeded by the cell)")
     p.add_argument("--ray-address", help="Ray cluster to use (default: find one, or start one on this machine)")
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process, one after another")
-    p.add_argument("--out", type=Path, help="results directory (default: results/sweep-<UTC time>)")
+    p.add_argument("--out", type=opt.path_arg, help="results directory (default: results/sweep-<UTC time>)")
     p.add_argument("--json", action="store_true", help="print the per-cell rows as JSON on stdout")
     p.set_defaults(func=run_sweep_command)
     r = subparsers.add_parser(
@@ -46,8 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write one self-contained comparison page (a table per world and workload with policies as "
         "rows and the best per column marked, heat maps and bar charts) for a 'horus sweep' output folder or its "
         "sweep.json, or for experiments/results/sweep.json. 'horus sweep' writes it by itself.")
-    r.add_argument("source", type=Path, metavar="SWEEP", help="sweep.json, or a 'horus sweep --out' folder")
-    r.add_argument("--out", type=Path, help="page to write (default: sweep.html next to SWEEP's JSON)")
+    r.add_argument("source", type=opt.path_arg, metavar="SWEEP", help="sweep.json, or a 'horus sweep --out' folder")
+    r.add_argument("--out", type=opt.path_arg, help="page to write (default: sweep.html next to SWEEP's JSON)")
     r.set_defaults(func=run_sweep_report_command)
 
 
@@ -90,6 +95,8 @@ def probe_ray_address(address: str, timeout_s: float = 5.0) -> None:
 
     if address in ("auto", "local"):
         return
+    if not address.strip():
+        raise HorusInputError("--ray-address", "expected HOST:PORT, ray://HOST:PORT, auto or local, got an empty string")
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise HorusInputError("--ray-address", f"expected HOST:PORT, ray://HOST:PORT, auto or local, got {address!r}")
@@ -111,24 +118,26 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from horus.sim.outputs import environment, utc_timestamp, write_json, write_table
     from horus.sim.sweep_report import write_sweep_report
     from horus.sim.world import memory_truth_for
+    from horus.validation import OutputDir
 
-    if args.max_jobs is not None and args.max_jobs < 1:
-        raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
+    if args.fmt is not None and not args.traces:
+        raise HorusInputError("--format", "applies to --trace FILE, which was not given (the embedded workload is "
+                                          "in horus format)")
     load_all("horus.policies")
     policies = args.policies or POLICIES.names()
     traces = [str(t) for t in args.traces or [DEFAULT]]
     clusters = [str(c) for c in args.clusters or [DEFAULT]]
-    settings = SweepSettings(fmt=args.fmt, truth=args.truth, gavel=str(args.gavel) if args.gavel else None,
+    settings = SweepSettings(fmt=args.fmt or "horus", truth=args.truth, gavel=str(args.gavel) if args.gavel else None,
                              predictor=args.predictor,
                              predictor_dir=str(args.predictor_dir) if args.predictor_dir else None,
                              sampler=args.sampler, max_jobs=args.max_jobs, sizes=args.sizes, telemetry=args.telemetry,
                              memory_truth=memory_truth_for(args.truth, args.memory_truth))
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = args.out or Path("results") / f"sweep-{stamp}"
+    output = OutputDir(out, "--out")  # before any simulation runs: a bad --out must not waste the sweep
+    opt.check_writable(out, "--out")
     cells = grid(policies, traces, parse_seeds(args.seeds), clusters)
     check_cells(cells, settings)
-    if args.out is not None:  # before any simulation runs: a bad --out must not waste the sweep
-        from horus.validation import check_output_path
-
-        check_output_path(args.out, "--out")
     log = sys.stderr if args.json else sys.stdout
     where = "this process"
     if not args.no_ray:
@@ -160,26 +169,24 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     wall_s = time.perf_counter() - began
     keys = [key for key, _, _ in SUMMARY_COLUMNS]
     means = aggregate(rows, keys)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = args.out or Path("results") / f"sweep-{stamp}"
-    out.mkdir(parents=True, exist_ok=True)
     import pandas as pd
 
-    write_table(pd.DataFrame(rows), out / "cells")
-    write_table(pd.DataFrame(means), out / "summary")
-    write_json({"created": utc_timestamp(), "versions": environment(), "command": ["horus", *sys.argv[1:]],
-                "settings": asdict(settings),
-                "cells": len(cells), "executor": where, "wall_s": wall_s}, out / "manifest.json")
-    page_keys = [*keys, "preemptions", "makespan_lower_bound_s", "mean_jct_lower_bound_s",  # bounds: per group
-                 "makespan_exclusive_bound_s", "mean_jct_exclusive_bound_s"]
-    write_json({"command": ["horus", *sys.argv[1:]], "settings": asdict(settings),
-                "means": aggregate(rows, page_keys), "cells": rows}, out / "sweep.json")
-    write_sweep_report(out / "sweep.json")
     multi = len(traces) > 1 or len(clusters) > 1
     table = {(f"{m['policy']} | {Path(m['trace']).stem} | {Path(m['cluster']).stem}" if multi else m["policy"]): m
              for m in means}
     text = format_table(table)
-    (out / "table.txt").write_text(text + "\n")
+    with output:  # removed again if a write fails (unless it existed before)
+        write_table(pd.DataFrame(rows), out / "cells")
+        write_table(pd.DataFrame(means), out / "summary")
+        write_json({"created": utc_timestamp(), "versions": environment(), "command": ["horus", *sys.argv[1:]],
+                    "settings": asdict(settings),
+                    "cells": len(cells), "executor": where, "wall_s": wall_s}, out / "manifest.json")
+        page_keys = [*keys, "preemptions", "makespan_lower_bound_s", "mean_jct_lower_bound_s",  # bounds: per group
+                     "makespan_exclusive_bound_s", "mean_jct_exclusive_bound_s"]
+        write_json({"command": ["horus", *sys.argv[1:]], "settings": asdict(settings),
+                    "means": aggregate(rows, page_keys), "cells": rows}, out / "sweep.json")
+        write_sweep_report(out / "sweep.json")
+        (out / "table.txt").write_text(text + "\n")
     print(text, file=log)
     print(f"horus: means over {len(cells) // max(1, len(means))} seed(s); {len(cells)} simulations in {wall_s:.1f} s; "
           f"cells, summary, table, manifest, sweep.json and sweep.html written to {out}", file=log)
@@ -195,9 +202,12 @@ def run_sweep_report_command(args: argparse.Namespace) -> int:
 
     if not args.source.exists():
         raise HorusInputError(str(args.source), "no such file or folder")
-    if args.out is not None:
-        from horus.validation import check_output_path
-
-        check_output_path(args.out, "--out", directory=False)
-    print(f"horus: wrote {write_sweep_report(args.source, args.out)}")
+    source_dir = args.source if args.source.is_dir() else args.source.parent
+    target = args.out or source_dir / "sweep.html"
+    opt.check_writable(target, "--out", directory=False)
+    try:
+        written = write_sweep_report(args.source, target)
+    except OSError as exc:
+        raise HorusInputError("--out", f"cannot write {target} ({exc.strerror or exc})") from None
+    print(f"horus: wrote {written}")
     return 0

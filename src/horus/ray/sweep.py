@@ -110,6 +110,32 @@ def check_cells(cells: Sequence[Cell], settings: SweepSettings) -> None:
     if settings.sampler not in SAMPLERS:
         known = ", ".join(SAMPLERS.names())
         raise HorusInputError("--sampler", f"unknown sampler {settings.sampler!r}; known: {known}")
+    load_inputs(cells, settings)
+
+
+def load_inputs(cells: Sequence[Cell], settings: SweepSettings) -> None:
+    """Read every trace and cluster once and build the truth and predictor, as the cells will: a bad file fails
+    the sweep before its first simulation, not in cell N after N-1 ran (HorusInputError)."""
+    from horus.clusterspec import load_cluster
+    from horus.errors import HorusInputError
+    from horus.plugins import load_all
+    from horus.sim.world import build_predictor, build_truth
+    from horus.traces import load_openb_cluster, load_trace
+    from horus.traces.base import TRACE_LOADERS
+
+    load_all("horus.traces")
+    if settings.fmt not in TRACE_LOADERS:
+        raise HorusInputError("--format", f"unknown trace format {settings.fmt!r}; known: {', '.join(TRACE_LOADERS)}")
+    for name in dict.fromkeys(cell.trace for cell in cells):
+        load_trace(_resolve(name, "default_trace.csv"), settings.fmt if name != DEFAULT else "horus")
+    clusters = []
+    for name in dict.fromkeys(cell.cluster for cell in cells):
+        path = _resolve(name, "default_cluster.yaml")
+        clusters.append(load_openb_cluster(path) if path.suffix.lower() == ".csv" else load_cluster(path))
+    for cluster in clusters:  # the truth reads the cluster's GPU types (gavel: which of its columns)
+        build_truth(settings.truth, Path(settings.gavel) if settings.gavel else None, cluster,
+                    memory=settings.memory_truth)
+    build_predictor(settings.predictor, Path(settings.predictor_dir) if settings.predictor_dir else None)
 
 
 def run_sweep(cells: Sequence[Cell], settings: SweepSettings, *, use_ray: bool = True,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from horus.sim import options as opt
 from horus.sim.world import MEMORY_TRUTHS, build_predictor, build_truth, check_world_options, embedded, memory_truth_for
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -46,49 +46,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Simulate a job trace on a GPU cluster under one or more scheduling policies. With no arguments, "
         "runs the embedded default workload on the embedded 64-GPU cluster under every registered policy.",
     )
-    p.add_argument("--trace", type=Path, help="trace file (default: the embedded default workload)")
+    p.add_argument("--trace", type=opt.path_arg, help="trace file (default: the embedded default workload)")
     p.add_argument("--format", dest="fmt", help="format of --trace: horus, philly or openb (default horus)")
-    p.add_argument("--cluster", type=Path,
+    p.add_argument("--cluster", type=opt.path_arg,
                    help="cluster spec YAML, or for --format openb the openb node CSV (default: embedded 8x8 V100)")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
                    help="policy to run (repeatable; default: every registered policy)")
     p.add_argument("--truth", default="parametric",
                    help="truth model: parametric (default), gavel (--gavel) or measured (--profiles, --colocation)")
-    p.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (for --truth gavel)")
-    p.add_argument("--profiles", type=Path, help="solo profile table (horus profile) for --truth measured")
-    p.add_argument("--colocation", type=Path, help="co-location table (horus profile colocate) for --truth measured")
+    p.add_argument("--gavel", type=opt.path_arg, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--profiles", type=opt.path_arg, help="solo profile table (horus profile) for --truth measured")
+    p.add_argument("--colocation", type=opt.path_arg,
+                   help="co-location table (horus profile colocate) for --truth measured")
     p.add_argument("--memory-truth", choices=MEMORY_TRUTHS,
                    help="true peak memory: deviated (default; the formula off by a deviation per job type fitted on "
                         "measured trainings, docs/truth.md) or formula (the truth's own); not with --truth measured")
-    p.add_argument("--interference-scale", type=float, default=1.0, metavar="S",
-                   help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)); 0 = free, 1 = the truth (default)")
-    p.add_argument("--losing-pairs", type=float, default=0.0, metavar="F",
-                   help="make a seeded share F of job-type pairs lose when sharing a GPU (combined throughput "
+    p.add_argument("--interference-scale", type=opt.number(opt.INTERFERENCE_SCALE), default=1.0, metavar="S",
+                   help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)), S in [0, 100]; 0 = free, "
+                        "1 = the truth (default)")
+    p.add_argument("--losing-pairs", type=opt.number(opt.LOSING_PAIRS), default=0.0, metavar="F",
+                   help="make a seeded share F in [0, 1] of job-type pairs lose when sharing a GPU (combined throughput "
                         "0.6-0.95; docs/truth.md): a world where co-locating can cost (default 0: the truth)")
     p.add_argument("--predictor", default="physical",
                    help="predictor: physical (default; best on the held-out evaluation, docs/predictors.md), "
                         "analytic or learned")
-    p.add_argument("--predictor-dir", type=Path, help="trained predictor directory (for --predictor learned)")
-    p.add_argument("--interference-model", type=Path, metavar="DIR",
+    p.add_argument("--predictor-dir", type=opt.path_arg, help="trained predictor directory (for --predictor learned)")
+    p.add_argument("--interference-model", type=opt.path_arg, metavar="DIR",
                    help="trained interference model (horus interference train) for the geng and horus-iasp policies")
     p.add_argument("--sizes", default="estimate", choices=("estimate", "exact", "none"),
                    help="what every policy is told of job lengths (docs/simulator.md, 'Job sizes'): estimate "
                         "(default: the user's stated length, with early termination and misjudgement), exact "
                         "(the true length: clairvoyant) or none (size-ordered policies are then left out)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
-    p.add_argument("--max-jobs", type=int, help="use only the first N jobs of the trace")
+    p.add_argument("--max-jobs", type=opt.number(opt.MAX_JOBS), help="use only the first N jobs of the trace (1 to 20,000,000)")
     p.add_argument("--telemetry", default="noisy", metavar="MODEL",
                    help="what running jobs report to the policies: noisy (default: a report every period, log-normal "
                         "rate noise, no rate before a warm-up after each (re)start) or exact (the true rate at once); "
                         "docs/simulator.md, 'Telemetry'")
-    p.add_argument("--telemetry-period-s", type=float, metavar="S",
-                   help="noisy telemetry: seconds between reports (60)")
-    p.add_argument("--telemetry-sigma", type=float, metavar="SIGMA",
-                   help="noisy telemetry: sigma of the log-normal rate noise (0.05)")
-    p.add_argument("--telemetry-warmup", type=float, metavar="ITERS",
-                   help="noisy telemetry: iterations after the restore stall before a rate is reported (50)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the profile sampler and noisy telemetry (default 0)")
-    p.add_argument("--out", type=Path, help="results directory (default: results/<trace>-<UTC time>)")
+    p.add_argument("--telemetry-period-s", type=opt.number(opt.TELEMETRY_PERIOD_S), metavar="S",
+                   help="noisy telemetry: seconds between reports, 1 to 86,400 (60)")
+    p.add_argument("--telemetry-sigma", type=opt.number(opt.TELEMETRY_SIGMA), metavar="SIGMA",
+                   help="noisy telemetry: sigma of the log-normal rate noise, 0 to 1 (0.05)")
+    p.add_argument("--telemetry-warmup", type=opt.number(opt.TELEMETRY_WARMUP), metavar="ITERS",
+                   help="noisy telemetry: iterations after the restore stall before a rate is reported, 0 to 1e6 (50)")
+    p.add_argument("--seed", type=opt.number(opt.SEED), default=0,
+                   help="seed for the profile sampler and noisy telemetry, 0 to 2**32-1 (default 0)")
+    p.add_argument("--out", type=opt.path_arg, help="results directory (default: results/<trace>-<UTC time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_simulate)
@@ -120,11 +123,9 @@ def format_table(summary: dict[str, dict[str, float]]) -> str:
 def _check_options(args: argparse.Namespace) -> None:
     """Options that contradict each other or are out of range: rejected before any file is read."""
     from horus.errors import HorusInputError
-    from horus.validation import check_option, check_output_path
+    from horus.validation import check_option
 
-    check_option("--seed", args.seed, "seed")
-    if args.max_jobs is not None and args.max_jobs < 1:
-        raise HorusInputError("--max-jobs", f"expected a positive integer, got {args.max_jobs}")
+    check_option("--seed", args.seed, "seed")  # argparse checked every number (NumberArg); callers may not
     if args.fmt is not None and args.trace is None:
         raise HorusInputError("--format", "applies to --trace FILE, which was not given (the embedded workload is "
                                           "in horus format)")
@@ -134,12 +135,18 @@ def _check_options(args: argparse.Namespace) -> None:
             and not any(name in INTERFERENCE_POLICIES for name in args.policies):
         raise HorusInputError("--interference-model", f"is used only by {', '.join(INTERFERENCE_POLICIES)}; "
                                                       "none of them is among --policy")
-    if not (math.isfinite(args.interference_scale) and 0 <= args.interference_scale <= 100):
-        raise HorusInputError("--interference-scale", f"expected a number in [0, 100], got {args.interference_scale}")
-    if not (math.isfinite(args.losing_pairs) and 0 <= args.losing_pairs <= 1):
-        raise HorusInputError("--losing-pairs", f"expected a share in [0, 1], got {args.losing_pairs}")
-    if args.out is not None:
-        check_output_path(args.out, "--out")
+    opt.INTERFERENCE_SCALE.check(args.interference_scale, "--interference-scale", "S")
+    opt.LOSING_PAIRS.check(args.losing_pairs, "--losing-pairs", "F")
+    for option, path, what in (("--trace", args.trace, "a trace file"), ("--cluster", args.cluster, "a cluster spec"),
+                               ("--gavel", args.gavel, "Gavel's throughputs JSON"),
+                               ("--profiles", args.profiles, "a solo profile table"),
+                               ("--colocation", args.colocation, "a co-location table")):
+        if path is not None:
+            opt.check_input_file(path, option, what)
+    for option, path, what in (("--predictor-dir", args.predictor_dir, "a trained predictor directory"),
+                               ("--interference-model", args.interference_model, "a trained interference model")):
+        if path is not None:
+            opt.check_input_dir(path, option, what)
     telemetry_config(args)
 
 
@@ -217,6 +224,9 @@ def run_simulate(args: argparse.Namespace) -> int:
     _check_options(args)
     trace_path = args.trace or embedded("default_trace.csv")
     fmt = args.fmt or "horus"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    outdir = args.out or Path("results") / f"{Path(trace_path).stem}-{stamp}"
+    opt.check_writable(outdir, "--out")  # before any input is read: a run must not end at its first write
     if args.cluster is None:
         if fmt == "openb":
             raise HorusInputError("--cluster", "--format openb needs --cluster with the openb node CSV or a cluster YAML")
@@ -248,6 +258,10 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.interference_model is not None and not (args.interference_model / "model.json").is_file():
         raise HorusInputError(str(args.interference_model), "not a trained interference model (no model.json); "
                               "create one with: horus interference train")
+    if args.interference_model is not None and any(name in INTERFERENCE_POLICIES for name in names):
+        from horus.interference.persistence import load_model
+
+        load_model(args.interference_model)  # a damaged model fails here, before the truth is built
 
     from horus.sim.engine import SimConfig
     from horus.sim.runner import run_comparison  # matplotlib: seconds to import
@@ -273,8 +287,6 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"horus: warning: {trace_path}: {rejected} of {len(jobs)} jobs ask for more GPUs than the cluster has "
               f"of the types they accept and are rejected (counted as 'rejected'); first: {first}", file=sys.stderr)
 
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    outdir = args.out or Path("results") / f"{Path(trace_path).stem}-{stamp}"
     log = sys.stderr if args.json else sys.stdout
     print(f"horus: {len(jobs)} jobs from {trace_path} ({fmt}) on {cluster.num_gpus} GPUs; truth={truth.name}, "
           f"predictor={predictor.name}, telemetry={args.telemetry}; job sizes: {args.sizes}; policies: {', '.join(names)}", file=log)

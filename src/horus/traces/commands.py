@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from horus.sim import options as opt
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("trace", help="make workloads: saturated streams and work-bound batches")
@@ -15,18 +17,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        description="Write a seeded synthetic trace (horus format): a Poisson stream at a target "
                        "offered load, or a batch submitted at once (docs/traces.md).")
     g.add_argument("--kind", default="stream", help="stream (default) or batch")
-    g.add_argument("--jobs", type=int, default=1000, help="number of jobs (default 1000)")
-    g.add_argument("--load", type=float, default=1.0,
-                   help="stream: offered load = mean GPU demand / cluster GPUs (default 1.0; >= 1 saturates)")
-    g.add_argument("--cluster", type=Path, help="cluster spec YAML whose GPU count sets the load (default: embedded)")
+    g.add_argument("--jobs", type=opt.number(opt.GENERATE_JOBS), default=1000,
+                   help="number of jobs, 1 to 10,000,000 (default 1000)")
+    g.add_argument("--load", type=opt.number(opt.OFFERED_LOAD), default=1.0,
+                   help="stream: offered load = mean GPU demand / cluster GPUs, 0.001 to 100 (default 1.0; >= 1 "
+                        "saturates)")
+    g.add_argument("--cluster", type=opt.path_arg, help="cluster spec YAML whose GPU count sets the load (default: embedded)")
     g.add_argument("--mix", default="gavel", help="job types: gavel (26 Gavel types, default) or zoo")
     g.add_argument("--gpu-counts", default="1:0.70,2:0.12,4:0.10,8:0.08", help="GPUS:WEIGHT,... (default Philly-like)")
-    g.add_argument("--duration-median-s", type=float, default=1500.0)
-    g.add_argument("--duration-sigma", type=float, default=1.2)
-    g.add_argument("--duration-min-s", type=float, default=180.0)
-    g.add_argument("--duration-max-s", type=float, default=16 * 3600.0)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--out", type=Path, required=True, help="CSV to write")
+    g.add_argument("--duration-median-s", type=opt.number(opt.JOB_DURATION_S), default=1500.0,
+                   help="median run time alone, 1 s to 10 years (default 1500)")
+    g.add_argument("--duration-sigma", type=opt.number(opt.DURATION_SIGMA), default=1.2,
+                   help="log-normal sigma of run times, 0 to 10 (default 1.2)")
+    g.add_argument("--duration-min-s", type=opt.number(opt.JOB_DURATION_S), default=180.0,
+                   help="shortest run time, 1 s to 10 years, at most the median (default 180)")
+    g.add_argument("--duration-max-s", type=opt.number(opt.JOB_DURATION_S), default=16 * 3600.0,
+                   help="longest run time, 1 s to 10 years, at least the median (default 57600)")
+    g.add_argument("--seed", type=opt.number(opt.SEED), default=0, help="0 to 2**32-1 (default 0)")
+    g.add_argument("--out", type=opt.path_arg, required=True, help="CSV to write")
     g.set_defaults(func=run_generate)
 
 
@@ -37,6 +45,7 @@ def run_generate(args: argparse.Namespace) -> int:
     from horus.errors import HorusInputError
     from horus.traces.generate import WorkloadSpec, generate_workload, parse_gpu_counts, write_trace
 
+    opt.check_writable(args.out, "--out", directory=False)  # before anything is generated
     cluster_path = args.cluster or Path(str(resources.files("horus.data").joinpath("default_cluster.yaml")))
     cluster = load_cluster(cluster_path)
     spec = WorkloadSpec(kind=args.kind, num_jobs=args.jobs, load=args.load, cluster_gpus=cluster.num_gpus,
@@ -44,12 +53,13 @@ def run_generate(args: argparse.Namespace) -> int:
                         duration_median_s=args.duration_median_s, duration_sigma=args.duration_sigma,
                         duration_min_s=args.duration_min_s, duration_max_s=args.duration_max_s)
     rows, summary = generate_workload(spec)
-    if args.out.is_dir():
-        raise HorusInputError("--out", f"{args.out} is a directory; give a CSV file name")
+    existed = args.out.exists()
     try:
         write_trace(args.out, rows, spec, summary)
     except OSError as exc:
-        raise HorusInputError("--out", f"cannot write {args.out} ({exc.strerror})") from None
+        if not existed:  # nothing half-written left behind
+            args.out.unlink(missing_ok=True)
+        raise HorusInputError("--out", f"cannot write {args.out} ({exc.strerror or exc})") from None
     print(f"horus: wrote {len(rows)} jobs to {args.out} ({args.kind}, {cluster.num_gpus} GPUs)", file=sys.stderr)
     print(json.dumps(summary))
     return 0

@@ -62,8 +62,8 @@ class WorkloadSpec:
             raise bad("--load", "a number in (0, 100]", self.load)
         if not 1 <= self.cluster_gpus <= 1_000_000:
             raise bad("--cluster", "a cluster with 1 to 1000000 GPUs", self.cluster_gpus)
-        if self.seed < 0:
-            raise bad("--seed", "an integer >= 0", self.seed)
+        if not 0 <= self.seed <= 2**32 - 1:
+            raise bad("--seed", "an integer in [0, 4,294,967,295]", self.seed)
         if not self.gpu_counts or any(not k.isdigit() or int(k) < 1 or not (v >= 0 and np.isfinite(v))
                                       for k, v in self.gpu_counts.items()) \
                 or not 0 < sum(self.gpu_counts.values()) < math.inf:  # 1e308 + 1e308 overflows to inf

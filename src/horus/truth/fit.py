@@ -379,11 +379,16 @@ def params_json(result: FitResult, command: str) -> dict[str, object]:
 
 def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--gavel", required=True, help="path to Gavel's simulation_throughputs.json")
+    from horus.sim import options as opt
+
+    parser.add_argument("--gavel", required=True, type=opt.path_arg,
+                        help="path to Gavel's simulation_throughputs.json")
     parser.add_argument("--gpu", default="v100", help="Gavel GPU key (v100, p100, k80)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=opt.number(opt.SEED), default=0,
+                        help="seed of the held-out split, 0 to 2**32-1 (default 0)")
     parser.add_argument("--both-at-solo", choices=BOTH_AT_SOLO_MODES, default="keep")
-    parser.add_argument("--write-params", nargs="?", const="", default=None, metavar="PATH",
+    parser.add_argument("--write-params", nargs="?", const=package_params_path(), default=None, type=opt.path_arg,
+                        metavar="PATH",
                         help="write the fitted scalars (default: the package's horus/data/truth_params.json)")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.add_argument("--inputs", choices=("latent", "physical"), default="physical",
@@ -392,11 +397,12 @@ def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit")
                              "fitted per type (Gavel's inferred intensity, used by the gavel truth)")
     args = parser.parse_args(argv)
     try:  # every option before any work: a bad --seed or --write-params must not cost a fit, nor end in a traceback
-        from horus.validation import check_option, check_output_path
+        from horus.validation import check_option
 
         check_option("--seed", args.seed, "seed")
-        if args.write_params:
-            check_output_path(Path(args.write_params), "--write-params", directory=False)
+        opt.check_input_file(args.gavel, "--gavel", "Gavel's simulation_throughputs.json")
+        if args.write_params is not None:
+            opt.check_writable(args.write_params, "--write-params", directory=False)
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
         return 2
@@ -409,13 +415,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit")
         return 2
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.report())
     if args.write_params is not None:
-        target = Path(args.write_params) if args.write_params else Path(__file__).resolve().parents[1] / "data" / PARAMS_FILE
+        target = args.write_params
         command = (f"python -m horus.truth.fit --gavel <shared>/gavel/simulation_throughputs.json --gpu {args.gpu} "
                    f"--seed {args.seed} --both-at-solo {args.both_at_solo} --write-params")
         if not write_params(target, params_json(result, command)):
             return 2
         print(f"wrote {target}")
     return 0
+
+
+def package_params_path(name: str = PARAMS_FILE) -> Path:
+    """``horus/data/<name>``: where a bare ``--write-params`` writes."""
+    return Path(__file__).resolve().parents[1] / "data" / name
 
 
 def write_params(target: Path, data: dict) -> bool:
@@ -439,7 +450,7 @@ def _main_physical(args: argparse.Namespace) -> int:
         return 2
     print(json.dumps(asdict(result), indent=2) if args.json else result.report())
     if args.write_params is not None:
-        target = Path(args.write_params) if args.write_params else Path(__file__).resolve().parents[1] / "data" / PARAMS_FILE
+        target = args.write_params
         h = result.heldout
         data = {"form": FORM, **asdict(result.params), "inputs": result.inputs, "provenance": {
             "command": f"horus truth fit --gavel <shared>/gavel/simulation_throughputs.json --gpu {args.gpu} "

@@ -216,26 +216,27 @@ def data_hashes(root: str | Path) -> dict[str, str]:
 
 def main(argv: list[str] | None = None, prog: str = "horus truth fit-memory") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--gpumemnet", required=True, type=Path,
+    from horus.sim import options as opt
+    from horus.truth.fit import package_params_path, write_params
+
+    parser.add_argument("--gpumemnet", required=True, type=opt.path_arg,
                         help="directory with GPUMemNet's mlp_data_step1.csv and mlp_data_step2.csv")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
-    parser.add_argument("--write-params", nargs="?", const="", default=None, metavar="PATH",
+    parser.add_argument("--write-params", nargs="?", const=package_params_path(PARAMS_FILE), default=None,
+                        type=opt.path_arg, metavar="PATH",
                         help=f"write the fitted scalars (default: the package's horus/data/{PARAMS_FILE})")
     args = parser.parse_args(argv)
     try:
-        if args.write_params:
-            from horus.validation import check_output_path
-
-            check_output_path(Path(args.write_params), "--write-params", directory=False)
+        opt.check_input_dir(args.gpumemnet, "--gpumemnet", "GPUMemNet's data directory")
+        if args.write_params is not None:  # before the fit: an unwritable target must not cost it
+            opt.check_writable(args.write_params, "--write-params", directory=False)
         result = fit_memory_deviation(memory_rows(args.gpumemnet), data_hashes(args.gpumemnet))
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(asdict(result), indent=2) if args.json else result.report())
     if args.write_params is not None:
-        target = Path(args.write_params) if args.write_params else Path(__file__).resolve().parents[1] / "data" / PARAMS_FILE
-        from horus.truth.fit import write_params
-
+        target = args.write_params
         if not write_params(target, result.params_json(f"{prog} --gpumemnet <shared>/gpumemnet --write-params")):
             return 2
         print(f"wrote {target}", file=sys.stderr if args.json else sys.stdout)
