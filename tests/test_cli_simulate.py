@@ -62,11 +62,8 @@ def test_noisy_telemetry_is_recorded_in_the_manifest(tmp_path: Path, capsys: pyt
         (["--policy", "nope"], "unknown policy 'nope'"),
         (["--truth", "nope"], "unknown truth model 'nope'"),
         (["--truth", "gavel"], "needs --gavel PATH"),
-        (["--max-jobs", "0"], "--max-jobs: expected a positive integer"),
         (["--telemetry", "nope"], "unknown telemetry model 'nope'"),
         (["--telemetry", "exact", "--telemetry-sigma", "0.1"], "--telemetry-sigma: applies to --telemetry noisy"),
-        (["--telemetry", "noisy", "--telemetry-period-s", "0"], "--telemetry-period-s: period_s must be"),
-        (["--telemetry", "noisy", "--telemetry-warmup", "-5"], "--telemetry-warmup: warmup_iterations must be"),
         (["--trace", "/nonexistent/trace.csv"], "/nonexistent/trace.csv"),
     ],
 )
@@ -76,6 +73,20 @@ def test_bad_arguments_exit_2_with_one_line(args: list[str], expected: str, tmp_
     err = capsys.readouterr().err.strip()
     assert expected in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--max-jobs", "0"], "argument --max-jobs: expected an integer in [1, 20,000,000] jobs"),
+    (["--telemetry", "noisy", "--telemetry-period-s", "0"], "argument --telemetry-period-s: expected a number in [1, "),
+    (["--telemetry", "noisy", "--telemetry-warmup", "-5"], "argument --telemetry-warmup: expected a number in [0, "),
+])
+def test_numbers_outside_their_domain_are_usage_errors(args: list[str], expected: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["simulate", "--out", str(tmp_path / "r"), *args])
+    assert info.value.code == 2
+    assert expected in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "r").exists()
 
 
 def test_malformed_trace_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,7 +33,7 @@ def test_batch_is_submitted_at_once_and_generation_is_deterministic(tmp_path: Pa
 
 
 @pytest.mark.parametrize(("args", "option"), [
-    (["--load", "0"], "--load"), (["--jobs", "0"], "--jobs"), (["--kind", "poisson"], "--kind"),
+    (["--kind", "poisson"], "--kind"),
     (["--mix", "x"], "--mix"), (["--gpu-counts", "1:0.5,1:0.5"], "--gpu-counts"),
     (["--gpu-counts", "128:1"], "--gpu-counts"), (["--duration-min-s", "5000"], "--duration-*"),
 ])
@@ -43,6 +43,20 @@ def test_bad_options_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["trace", "generate", *args, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"horus: error: {option}") and err.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["--load", "0"], "--load"), (["--jobs", "0"], "--jobs"), (["--seed", str(2**70)], "--seed"),
+    (["--duration-sigma", "nan"], "--duration-sigma"), (["--duration-max-s", "1e308"], "--duration-max-s"),
+])
+def test_numbers_outside_their_domain_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        args: list[str], option: str) -> None:
+    out = tmp_path / "t.csv"
+    with pytest.raises(SystemExit) as info:
+        main(["trace", "generate", *args, "--out", str(out)])
+    assert info.value.code == 2
+    assert f"error: argument {option}: expected" in capsys.readouterr().err.strip().splitlines()[-1]
     assert not out.exists()
 
 

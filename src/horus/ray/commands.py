@@ -141,7 +141,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     log = sys.stderr if args.json else sys.stdout
     where = "this process"
     if not args.no_ray:
-        if args.ray_address:
+        if args.ray_address is not None:
             probe_ray_address(args.ray_address)
         try:
             import ray

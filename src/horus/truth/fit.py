@@ -377,10 +377,11 @@ def params_json(result: FitResult, command: str) -> dict[str, object]:
     }
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+def build_parser(prog: str = "python -m horus.truth.fit") -> argparse.ArgumentParser:
+    """The options of ``horus truth fit`` (``main`` parses with it)."""
     from horus.sim import options as opt
 
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--gavel", required=True, type=opt.path_arg,
                         help="path to Gavel's simulation_throughputs.json")
     parser.add_argument("--gpu", default="v100", help="Gavel GPU key (v100, p100, k80)")
@@ -395,7 +396,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit")
                         help="u of each job type: 'physical' = the parametric world's solo utilization, fixed, "
                              "only the 3 scalars fitted (what the parametric truth uses; default); 'latent' = "
                              "fitted per type (Gavel's inferred intensity, used by the gavel truth)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit") -> int:
+    from horus.sim import options as opt
+
+    args = build_parser(prog).parse_args(argv)
     try:  # every option before any work: a bad --seed or --write-params must not cost a fit, nor end in a traceback
         from horus.validation import check_option
 

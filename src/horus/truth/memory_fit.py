@@ -214,18 +214,26 @@ def data_hashes(root: str | Path) -> dict[str, str]:
     return {name: sha256_file(Path(root) / name) for name in FILES}
 
 
-def main(argv: list[str] | None = None, prog: str = "horus truth fit-memory") -> int:
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+def build_parser(prog: str = "horus truth fit-memory") -> argparse.ArgumentParser:
+    """The options of ``horus truth fit-memory`` (``main`` parses with it)."""
     from horus.sim import options as opt
-    from horus.truth.fit import package_params_path, write_params
+    from horus.truth.fit import package_params_path
 
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--gpumemnet", required=True, type=opt.path_arg,
                         help="directory with GPUMemNet's mlp_data_step1.csv and mlp_data_step2.csv")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.add_argument("--write-params", nargs="?", const=package_params_path(PARAMS_FILE), default=None,
                         type=opt.path_arg, metavar="PATH",
                         help=f"write the fitted scalars (default: the package's horus/data/{PARAMS_FILE})")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = "horus truth fit-memory") -> int:
+    from horus.sim import options as opt
+    from horus.truth.fit import write_params
+
+    args = build_parser(prog).parse_args(argv)
     try:
         opt.check_input_dir(args.gpumemnet, "--gpumemnet", "GPUMemNet's data directory")
         if args.write_params is not None:  # before the fit: an unwritable target must not cost it
