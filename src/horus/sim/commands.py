@@ -258,10 +258,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.interference_model is not None and not (args.interference_model / "model.json").is_file():
         raise HorusInputError(str(args.interference_model), "not a trained interference model (no model.json); "
                               "create one with: horus interference train")
-    if args.interference_model is not None and any(name in INTERFERENCE_POLICIES for name in names):
-        from horus.interference.persistence import load_model
-
-        load_model(args.interference_model)  # a damaged model fails here, before the truth is built
 
     from horus.sim.engine import SimConfig
     from horus.sim.runner import run_comparison  # matplotlib: seconds to import
@@ -276,6 +272,12 @@ def run_simulate(args: argparse.Namespace) -> int:
         from horus.truth.losing_pairs import LosingPairs
 
         truth = LosingPairs(truth, args.losing_pairs, seed=args.seed)
+    if args.interference_model is not None and any(name in INTERFERENCE_POLICIES for name in names):
+        from horus.interference.persistence import load_model
+        from horus.sim.leakage import check_model_disjoint
+
+        check_model_disjoint(args.interference_model, truth.describe())  # as run_comparison, before the jobs
+        load_model(args.interference_model)  # a damaged model fails here, not once the jobs are built
     predictor = build_predictor(args.predictor, args.predictor_dir)
     sampler = SAMPLERS.create(args.sampler, seed=args.seed)
     reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
