@@ -203,6 +203,14 @@ def test_damaged_interference_model_fails_before_the_world_is_built(tmp_path: Pa
 # --- sweep -------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("command", [SIM, SWEEP])
+def test_a_policy_given_twice_is_refused(command: list[str]) -> None:
+    """--policy x repeated N times ran N identical simulations (simulate kept one result per label)."""
+    rc, out, err = run([*command, "--policy", "fifo-exclusive"])
+    assert_clear(rc, err, "--policy", "more than once")
+    assert "jobs from" not in out + err and "sweep of" not in out
+
+
 def test_sweep_format_without_trace_is_refused() -> None:
     rc, out, err = run([*SWEEP, "--format", "philly"])  # was silently ignored (the embedded trace is horus)
     assert_clear(rc, err, "--format", "applies to --trace")
@@ -224,6 +232,12 @@ def test_sweep_unknown_format_is_refused_up_front(tmp_path: Path) -> None:
     trace.write_text("job_id,submit_time,num_gpus,model,batch_size,iterations\nj1,0,1,resnet50,64,100\n")
     rc, out, err = run([*SWEEP, "--trace", str(trace), "--format", "nan"])
     assert_clear(rc, err, "--format", "unknown trace format 'nan'")
+    assert "sweep of" not in out
+
+
+def test_sweep_ray_address_with_no_ray_is_refused() -> None:
+    rc, out, err = run([*SWEEP, "--ray-address", "127.0.0.1:6379"])  # was silently ignored
+    assert_clear(rc, err, "--ray-address", "--no-ray")
     assert "sweep of" not in out
 
 

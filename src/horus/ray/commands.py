@@ -120,6 +120,12 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from horus.sim.world import memory_truth_for
     from horus.validation import OutputDir
 
+    for option, values in (("--policy", args.policies), ("--trace", args.traces), ("--cluster", args.clusters)):
+        repeated = sorted({str(v) for v in values or [] if values.count(v) > 1})
+        if repeated:
+            raise HorusInputError(option, f"{repeated[0]!r} given more than once (each runs once per seed)")
+    if args.no_ray and args.ray_address is not None:
+        raise HorusInputError("--ray-address", "is not read with --no-ray (the cells run in this process)")
     if args.fmt is not None and not args.traces:
         raise HorusInputError("--format", "applies to --trace FILE, which was not given (the embedded workload is "
                                           "in horus format)")

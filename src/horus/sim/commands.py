@@ -126,6 +126,9 @@ def _check_options(args: argparse.Namespace) -> None:
     from horus.validation import check_option
 
     check_option("--seed", args.seed, "seed")  # argparse checked every number (NumberArg); callers may not
+    repeated = sorted({name for name in args.policies or [] if args.policies.count(name) > 1})
+    if repeated:
+        raise HorusInputError("--policy", f"{repeated[0]!r} given more than once (each policy runs once)")
     if args.fmt is not None and args.trace is None:
         raise HorusInputError("--format", "applies to --trace FILE, which was not given (the embedded workload is "
                                           "in horus format)")
