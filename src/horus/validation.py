@@ -403,6 +403,47 @@ class OutputDir:
                     break
 
 
+def path_arg(text: str) -> Path:
+    """argparse ``type=`` of a path option: not empty (``Path('')`` is the current directory), no NUL byte."""
+    import argparse
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError("a path cannot hold a NUL byte")
+    return Path(text)
+
+
+def check_writable(path: Path, option: str, *, directory: bool = True) -> None:
+    """:func:`check_output_path`, then a real probe: a temporary file is created and removed in the nearest
+    existing directory, so what ``os.access`` reports writable to root but is not (``/proc/x``, a read-only
+    mount) fails before any work."""
+    import os
+    import tempfile
+
+    check_output_path(path, option, directory=directory)
+    parent = path if path.is_dir() else path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".horus-probe-", dir=parent)
+    except OSError as exc:
+        raise HorusInputError(option, f"{path}: cannot write in {parent} ({exc.strerror or exc})") from None
+    os.close(handle)
+    os.unlink(probe)
+
+
+def check_input_path(path: Path, option: str, what: str, *, directory: bool = False) -> None:
+    """HorusInputError unless ``path`` exists and is a file (``directory``: a directory), before any work."""
+    if not path.exists():
+        raise HorusInputError(option, f"{path}: {'no such directory' if directory else 'file not found'} "
+                                      f"(expected {what})")
+    if directory and not path.is_dir():
+        raise HorusInputError(option, f"{path}: not a directory (expected {what})")
+    if not directory and path.is_dir():
+        raise HorusInputError(option, f"{path}: is a directory (expected {what})")
+
+
 def read_secret(path: str | Path, source: str, *, min_chars: int = 16, hint: str = "") -> str:
     """A token or credential kept in a file: printable ASCII without spaces, at least ``min_chars`` long
     (surrounding whitespace stripped). Errors name ``source`` (an option or the file) in one line."""

@@ -1,15 +1,19 @@
-"""Command-line option domains and path checks shared by ``simulate``, ``sweep``, ``sweep-report``, ``truth fit``,
-``trace generate`` and ``interference`` (docs/inputs.md). Light on imports: every ``register`` reads it."""
+"""Domains of the numeric options of ``simulate``, ``sweep``, ``trace generate`` and ``interference``
+(docs/inputs.md), with the path checks of ``horus.validation`` they use. Light on imports: ``register`` reads it."""
 
 from __future__ import annotations
 
-import argparse
-import os
-import tempfile
 from pathlib import Path
 
-from horus.errors import HorusInputError
-from horus.validation import LIMITS, MAX_ROWS, Domain, NumberArg, check_output_path
+from horus.validation import (  # check_writable, path_arg: re-exported, the commands use them from here
+    LIMITS,
+    MAX_ROWS,
+    Domain,
+    NumberArg,
+    check_input_path,
+    check_writable,  # noqa: F401
+    path_arg,  # noqa: F401
+)
 
 YEAR_S = 365.25 * 86400
 
@@ -34,42 +38,9 @@ def number(domain: Domain) -> NumberArg:
     return NumberArg(domain)
 
 
-def path_arg(text: str) -> Path:
-    """``type=`` of a path option: not empty (``Path('')`` would be the current directory), no NUL byte."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("expected a path, got an empty string")
-    if "\x00" in text:
-        raise argparse.ArgumentTypeError("a path cannot hold a NUL byte")
-    return Path(text)
-
-
-def check_writable(path: Path, option: str, *, directory: bool = True) -> None:
-    """:func:`horus.validation.check_output_path`, then a real probe: a temporary file is created and removed in
-    the nearest existing directory, so a path the process may not write (``/proc/x``, a read-only mount, which
-    ``os.access`` reports as writable to root) fails here, before any work."""
-    check_output_path(path, option, directory=directory)
-    parent = path if path.is_dir() else path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    try:
-        handle, probe = tempfile.mkstemp(prefix=".horus-probe-", dir=parent)
-    except OSError as exc:
-        raise HorusInputError(option, f"{path}: cannot write in {parent} ({exc.strerror or exc})") from None
-    os.close(handle)
-    os.unlink(probe)
-
-
 def check_input_file(path: Path, option: str, what: str) -> None:
-    """HorusInputError unless ``path`` is an existing regular file (checked before any work)."""
-    if not path.exists():
-        raise HorusInputError(option, f"{path}: file not found (expected {what})")
-    if path.is_dir():
-        raise HorusInputError(option, f"{path}: is a directory (expected {what})")
+    check_input_path(path, option, what)
 
 
 def check_input_dir(path: Path, option: str, what: str) -> None:
-    """HorusInputError unless ``path`` is an existing directory (checked before any work)."""
-    if not path.exists():
-        raise HorusInputError(option, f"{path}: no such directory (expected {what})")
-    if not path.is_dir():
-        raise HorusInputError(option, f"{path}: not a directory (expected {what})")
+    check_input_path(path, option, what, directory=True)

@@ -379,16 +379,16 @@ def params_json(result: FitResult, command: str) -> dict[str, object]:
 
 def build_parser(prog: str = "python -m horus.truth.fit") -> argparse.ArgumentParser:
     """The options of ``horus truth fit`` (``main`` parses with it)."""
-    from horus.sim import options as opt
+    from horus.validation import NumberArg, path_arg
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--gavel", required=True, type=opt.path_arg,
+    parser.add_argument("--gavel", required=True, type=path_arg,
                         help="path to Gavel's simulation_throughputs.json")
     parser.add_argument("--gpu", default="v100", help="Gavel GPU key (v100, p100, k80)")
-    parser.add_argument("--seed", type=opt.number(opt.SEED), default=0,
+    parser.add_argument("--seed", type=NumberArg("seed"), default=0,
                         help="seed of the held-out split, 0 to 2**32-1 (default 0)")
     parser.add_argument("--both-at-solo", choices=BOTH_AT_SOLO_MODES, default="keep")
-    parser.add_argument("--write-params", nargs="?", const=package_params_path(), default=None, type=opt.path_arg,
+    parser.add_argument("--write-params", nargs="?", const=package_params_path(), default=None, type=path_arg,
                         metavar="PATH",
                         help="write the fitted scalars (default: the package's horus/data/truth_params.json)")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
@@ -400,16 +400,16 @@ def build_parser(prog: str = "python -m horus.truth.fit") -> argparse.ArgumentPa
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit") -> int:
-    from horus.sim import options as opt
+    from horus.validation import check_input_path, check_writable
 
     args = build_parser(prog).parse_args(argv)
     try:  # every option before any work: a bad --seed or --write-params must not cost a fit, nor end in a traceback
         from horus.validation import check_option
 
         check_option("--seed", args.seed, "seed")
-        opt.check_input_file(args.gavel, "--gavel", "Gavel's simulation_throughputs.json")
+        check_input_path(args.gavel, "--gavel", "Gavel's simulation_throughputs.json")
         if args.write_params is not None:
-            opt.check_writable(args.write_params, "--write-params", directory=False)
+            check_writable(args.write_params, "--write-params", directory=False)
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
         return 2

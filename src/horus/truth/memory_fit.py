@@ -216,28 +216,28 @@ def data_hashes(root: str | Path) -> dict[str, str]:
 
 def build_parser(prog: str = "horus truth fit-memory") -> argparse.ArgumentParser:
     """The options of ``horus truth fit-memory`` (``main`` parses with it)."""
-    from horus.sim import options as opt
     from horus.truth.fit import package_params_path
+    from horus.validation import path_arg
 
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--gpumemnet", required=True, type=opt.path_arg,
+    parser.add_argument("--gpumemnet", required=True, type=path_arg,
                         help="directory with GPUMemNet's mlp_data_step1.csv and mlp_data_step2.csv")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON")
     parser.add_argument("--write-params", nargs="?", const=package_params_path(PARAMS_FILE), default=None,
-                        type=opt.path_arg, metavar="PATH",
+                        type=path_arg, metavar="PATH",
                         help=f"write the fitted scalars (default: the package's horus/data/{PARAMS_FILE})")
     return parser
 
 
 def main(argv: list[str] | None = None, prog: str = "horus truth fit-memory") -> int:
-    from horus.sim import options as opt
     from horus.truth.fit import write_params
+    from horus.validation import check_input_path, check_writable
 
     args = build_parser(prog).parse_args(argv)
     try:
-        opt.check_input_dir(args.gpumemnet, "--gpumemnet", "GPUMemNet's data directory")
+        check_input_path(args.gpumemnet, "--gpumemnet", "GPUMemNet's data directory", directory=True)
         if args.write_params is not None:  # before the fit: an unwritable target must not cost it
-            opt.check_writable(args.write_params, "--write-params", directory=False)
+            check_writable(args.write_params, "--write-params", directory=False)
         result = fit_memory_deviation(memory_rows(args.gpumemnet), data_hashes(args.gpumemnet))
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
