@@ -104,7 +104,7 @@ def test_secret_env_reaches_the_job_and_no_read_returns_it(tmp_path: Path) -> No
             view = api.get(f"/v1/jobs/{job_id}").json()
             assert view["env"] == {"PLAIN": "visible", "DB_PASSWORD": "(secret)"}
             clash = api.post("/v1/jobs", json={"command": ["true"], "env": {"A": "1"}, "secret_env": {"A": "2"}})
-            assert clash.status_code == 422
+            assert clash.status_code == 409
         assert secret not in _horus("job", job_id, "--json", env=env).stdout
         state = server.state_dir
         assert _mode(state) == 0o700

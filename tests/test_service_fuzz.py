@@ -220,7 +220,7 @@ def test_reads_with_odd_parameters(api: httpx.Client, job_id: str, states: list[
 
 @pytest.mark.parametrize(("field", "raw"), [
     ("iterations", "NaN"), ("iterations", "Infinity"), ("iterations", "1e400"), ("gpu_fraction", "-Infinity"),
-    ("batch_size", '"32"'), ("batch_size", "32.0"), ("batch_size", "true"), ("num_gpus", '"2"'),
+    ("batch_size", '"32"'), ("batch_size", "32.5"), ("batch_size", "true"), ("num_gpus", '"2"'),
     ("gpu_fraction", '"0.5"'), ("iterations", '"10"'),
 ])
 def test_no_coercion_and_no_non_finite_number(api: httpx.Client, field: str, raw: str) -> None:

@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from horus.errors import HorusInputError
+from horus.validation import Domain, NumberArg
 
 SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get on SIGTERM before open connections are closed
 
@@ -24,7 +25,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; in a pod: 0.0.0.0 or the pod IP, with a token or "
                         "client certificates and a NetworkPolicy, see deploy/kubernetes/)")
-    p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--port", type=NumberArg(Domain(0, 65535, True)), default=8888)
     p.add_argument("--token-file", help="file holding a bearer token (at least 32 characters): every endpoint but "
                                         "/healthz and /livez then needs 'Authorization: Bearer <token>'")
     p.add_argument("--tls-cert", help="PEM certificate (chain) to serve HTTPS with (needs --tls-key)")

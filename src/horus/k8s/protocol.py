@@ -69,6 +69,8 @@ def parse_extender_args(body: Any) -> ExtenderArgs:
     raw_nodes = field(body, "Nodes")
     raw_names = field(body, "NodeNames")
     nodes: list[dict[str, Any]] | None = None
+    if raw_names is not None and not isinstance(raw_names, list):  # checked even when Nodes is what counts
+        raise ProtocolError("ExtenderArgs.NodeNames: expected a JSON array of strings")
     if raw_nodes is not None:
         items = _expect_object(raw_nodes, "ExtenderArgs.Nodes").get("items")
         if items is None:
@@ -82,9 +84,10 @@ def parse_extender_args(body: Any) -> ExtenderArgs:
             _expect_string(meta.get("name"), f"ExtenderArgs.Nodes.items[{i}].metadata.name")
             nodes.append(node)
         names = [n["metadata"]["name"] for n in nodes]
+        if raw_names:
+            for i, n in enumerate(raw_names):
+                _expect_string(n, f"ExtenderArgs.NodeNames[{i}]")
     elif raw_names is not None:
-        if not isinstance(raw_names, list):
-            raise ProtocolError("ExtenderArgs.NodeNames: expected a JSON array of strings")
         names = raw_names
         if not set(map(type, raw_names)) <= {str} or "" in raw_names:  # (C-speed check) name the culprit
             names = [_expect_string(n, f"ExtenderArgs.NodeNames[{i}]") for i, n in enumerate(raw_names)]

@@ -226,6 +226,15 @@ def create_app(extender: Extender, prefix: str = "", *, token: str | None = None
     if token or client_certs:  # added last: outermost, so the verbs are behind it
         app.add_middleware(BearerAuth, token=token, client_certs=client_certs)
 
+    from horus.k8s.openapi import openapi
+
+    document = _encode(openapi(prefix, secured=bool(token or client_certs)))
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi_json() -> Response:
+        """The OpenAPI document of the verbs and probes (``horus.k8s.openapi``)."""
+        return Response(document, media_type="application/json")
+
     @app.get("/healthz")
     async def healthz() -> Response:
         health = extender.store.health(stale_after_s)

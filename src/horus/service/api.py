@@ -16,13 +16,16 @@ import json
 import logging
 import re
 import sqlite3
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 from horus import __version__
 from horus.errors import HorusInputError, UnknownAgentError
@@ -41,6 +44,39 @@ BRIEF_FIELDS = ("id", "name", "owner", "state", "model", "num_gpus", "placement"
                 "started", "ended", "iterations", "iterations_done", "observed_rate", "reason", "waiting")
 JobId = Annotated[int, Path(ge=1, le=2**62, description="job id")]
 PROGRESS_PATH = re.compile(r"/v1/jobs/[^/]+/progress")
+JobState = Literal["queued", "running", "finished", "failed", "cancelled"]
+assert get_args(JobState) == JOB_STATES
+Auth = Annotated[str | None, Header(include_in_schema=False)]  # documented as the bearer security scheme
+
+
+class ErrorItem(BaseModel):
+    """One refused field: where (``loc``), why (``msg``, ``type``) and, when it is plain JSON, the value."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+    input: Any = None
+
+
+class ErrorReply(BaseModel):
+    """Every error response: ``detail`` is one line, or one item per refused field (400, 413 and 422 name it)."""
+
+    detail: str | list[ErrorItem]
+
+
+_WHY = {400: "the body could not be read", 401: "no credential", 403: "a wrong credential, or a role that may not "
+        "do this", 404: "no such job (or another user's)", 409: "the request conflicts with itself or with the "
+        "server's state", 413: "the body is too large", 422: "the request does not match this schema",
+        503: "the store cannot be read or written now (Retry-After)"}
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error codes an operation can answer (all with ``ErrorReply``)."""
+    return {code: {"model": ErrorReply, "description": _WHY[code]} for code in codes}
+
+
+READ_ERRORS = (401, 403, 422, 503)
+WRITE_ERRORS = (400, 401, 403, 413, 422, 503)
 
 
 def _error_item(error: Any) -> dict[str, Any]:
@@ -57,6 +93,7 @@ def _error_item(error: Any) -> dict[str, Any]:
 def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False) -> FastAPI:
     app = FastAPI(title="Horus", version=__version__,
                   description="Interference-aware GPU cluster scheduler: submit training jobs, watch them run.")
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     auth = Authenticator(scheduler.store, token)
     sessions = Sessions()
 
@@ -78,10 +115,10 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         raise HTTPException(401, "this request needs 'Authorization: Bearer <token>'",
                             headers={"WWW-Authenticate": "Bearer"})
 
-    def writer(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
+    def writer(request: Request, authorization: Auth = None) -> Identity:
         return identify(request, authorization, reading=False)
 
-    def reader(request: Request, authorization: Annotated[str | None, Header()] = None) -> Identity:
+    def reader(request: Request, authorization: Auth = None) -> Identity:
         return identify(request, authorization, reading=True)
 
     def need(who: Identity, *roles: str) -> Identity:
@@ -126,6 +163,16 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         return JSONResponse({"detail": [{"loc": ["body", exc.source], "msg": exc.message, "type": "value_error"}]},
                             status_code=422)
 
+    @app.exception_handler(405)
+    async def method_not_allowed(request: Request, exc: Exception) -> JSONResponse:
+        """405 whose ``Allow`` lists every method of the path (Starlette lists only those of its first route)."""
+        methods: set[str] = set()
+        for route in app.router.routes:
+            if isinstance(getattr(route, "methods", None), set) and route.matches(request.scope)[0] != Match.NONE:
+                methods |= route.methods
+        return JSONResponse({"detail": "Method Not Allowed"}, status_code=405,
+                            headers={"Allow": ", ".join(sorted(methods))})
+
     @app.exception_handler(StoreUnavailable)
     async def store_unavailable(request: Request, exc: StoreUnavailable) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=503, headers={"Retry-After": "5"})
@@ -139,7 +186,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         return JSONResponse({"detail": f"the store failed ({one_line(exc)})"}, status_code=503,
                             headers={"Retry-After": "5"})
 
-    @app.get("/healthz", tags=["service"])
+    @app.get("/healthz", tags=["service"], responses={503: {"description": "degraded: the store cannot write"}})
     def healthz() -> JSONResponse:
         """``ok``, or ``degraded`` (503) while the store cannot write (disk full, read-only, I/O error)."""
         problem = scheduler.store.write_error
@@ -148,31 +195,40 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         return JSONResponse({"status": "degraded", "version": __version__, "store": f"cannot write: {problem}"},
                             status_code=503)
 
-    @app.get("/metrics", tags=["service"], response_class=PlainTextResponse)
+    @app.get("/metrics", tags=["service"], response_class=PlainTextResponse, responses=errors(401, 403, 503))
     def metrics(who: Identity = Reader) -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST
 
         need(who, "admin", "user")
         return Response(scheduler.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    @app.post("/v1/jobs", tags=["jobs"], status_code=201)
+    @app.post("/v1/jobs", tags=["jobs"], status_code=201,
+              responses={200: {"description": "a retry: the job first submitted with this idempotency key"},
+                         **errors(*WRITE_ERRORS, 409)})
     def submit(body: JobSubmit, response: Response, who: Identity = Writer,
                idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> dict[str, Any]:
         """Queue a job (owned by the caller). A retry with the same idempotency key (body field or header) by the
-        same caller returns the first job (200)."""
+        same caller returns the first job (200). 409: a name in both env and secret_env, a model the server does
+        not know, or more GPUs (of the type asked for) than the cluster has."""
         need(who, "admin", "user")
+        clash = body.clash()
+        if clash:
+            raise HTTPException(409, f"secret_env: {clash}")
         key = body.idempotency_key or idempotency_key
         new = NewJob(model=body.model or "", batch_size=body.batch_size if body.model else 0,
                      num_gpus=body.num_gpus, command=body.command, env={**body.env, **body.secret_env},
                      cwd=body.cwd, name=body.name, gpu_type=body.gpu_type, gpu_fraction=body.gpu_fraction,
                      iterations=body.iterations, idem_key=key, owner=who.name, secret_keys=tuple(body.secret_env))
-        row, created = scheduler.submit(new)
+        try:
+            row, created = scheduler.submit(new)
+        except HorusInputError as exc:  # valid by the schema, refused by the server's state (cluster, models)
+            raise HTTPException(409, f"{exc.source}: {exc.message}") from None
         if not created:
             response.status_code = 200
         return job_view(row, prediction=scheduler.prediction(row))
 
-    @app.get("/v1/jobs", tags=["jobs"])
-    def list_jobs(who: Identity = Reader, state: Annotated[list[str] | None, Query()] = None,
+    @app.get("/v1/jobs", tags=["jobs"], responses=errors(*READ_ERRORS))
+    def list_jobs(who: Identity = Reader, state: Annotated[list[JobState] | None, Query()] = None,
                   limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
                   brief: Annotated[bool, Query(description="only the fields a listing shows (no command, "
                                                            "env, events)")] = False,
@@ -182,9 +238,6 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         8 MiB of jobs per response: ``truncated`` says that budget cut the page short of ``limit``, ``next`` is the
         ``before`` of the next page (null: no more)."""
         need(who, "admin", "user")
-        for s in state or []:
-            if s not in JOB_STATES:
-                raise HTTPException(422, f"state: expected one of {', '.join(JOB_STATES)}, got {s[:40]!r}")
         owner = None if who.is_admin else who.name
 
         def view(r: Any) -> dict[str, Any]:
@@ -199,7 +252,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
                            view, limit=limit, before=before, counts=scheduler.store.counts(owner=owner))
         return Response(body, media_type="application/json")
 
-    @app.get("/v1/jobs/{job_id}", tags=["jobs"])
+    @app.get("/v1/jobs/{job_id}", tags=["jobs"], responses=errors(*READ_ERRORS, 404))
     def get_job(job_id: JobId, who: Identity = Reader) -> dict[str, Any]:
         need(who, "admin", "user")
         row = own_job(who, job_id)
@@ -209,7 +262,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         view["history"] = scheduler.history(row.job_id)
         return view
 
-    @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"])
+    @app.post("/v1/jobs/{job_id}/cancel", tags=["jobs"], responses=errors(*WRITE_ERRORS, 404))
     def cancel(job_id: JobId, who: Identity = Writer) -> dict[str, Any]:
         """Cancel a queued or running job (a running one is stopped: SIGTERM, grace period, SIGKILL)."""
         need(who, "admin", "user")
@@ -219,10 +272,9 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             raise HTTPException(404, f"no job {job_id}")
         return job_view(row)
 
-    @app.post("/v1/jobs/{job_id}/progress", tags=["jobs"], status_code=204)
-    def progress(job_id: JobId, body: JobProgress,
-                 authorization: Annotated[str | None, Header()] = None) -> Response:
-        """Progress reported by the job itself, with its job token (``HORUS_JOB_TOKEN``)."""
+    @app.post("/v1/jobs/{job_id}/progress", tags=["jobs"], status_code=204, responses=errors(*WRITE_ERRORS))
+    def progress(job_id: JobId, body: JobProgress, authorization: Auth = None) -> Response:
+        """Progress reported by the job itself, with its job token (``HORUS_JOB_TOKEN``; any other is a 403)."""
         if not authorization:
             raise HTTPException(401, "needs 'Authorization: Bearer <job token>'", headers={"WWW-Authenticate": "Bearer"})
         if not scheduler.job_progress(str(job_id), body.attempt, authorization.partition(" ")[2].strip(),
@@ -230,27 +282,32 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
             raise HTTPException(403, "wrong job token")
         return Response(status_code=204)
 
-    @app.get("/v1/cluster", tags=["cluster"])
+    @app.get("/v1/cluster", tags=["cluster"], responses=errors(*READ_ERRORS))
     def cluster(who: Identity = Reader) -> dict[str, Any]:
         """Every GPU with its residents, predicted and observed utilization and memory (a user sees other users'
         residents only as ``null``)."""
         need(who, "admin", "user")
         return scheduler.cluster_view(viewer=None if who.is_admin else who.name)
 
-    @app.get("/v1/colocations", tags=["cluster"])
+    @app.get("/v1/colocations", tags=["cluster"], responses=errors(*READ_ERRORS))
     def colocations(who: Identity = Reader, limit: Annotated[int, Query(ge=1, le=100_000)] = 1000) -> dict[str, Any]:
         """The co-location ledger, newest first: every set of jobs that shared a GPU, predicted and observed
         combined normalized throughput, how long, and how it ended (a user sees only sets with a job of its own)."""
         need(who, "admin", "user")
         return {"sets": scheduler.ledger_view(limit, viewer=None if who.is_admin else who.name)}
 
-    @app.get("/v1/whoami", tags=["service"])
+    @app.get("/v1/whoami", tags=["service"], responses=errors(*READ_ERRORS))
     def whoami(who: Identity = Reader) -> dict[str, Any]:
         return {"name": who.name, "role": who.role}
 
     uploads = models_onnx.upload_folder(scheduler.store.path.parent)
 
-    @app.post("/v1/models", tags=["models"], status_code=201)
+    @app.post("/v1/models", tags=["models"], status_code=201, responses=errors(*WRITE_ERRORS),
+              openapi_extra={"requestBody": {"required": True, "description": "an ONNX graph (a serialized "
+                             "ModelProto); anything else is a 422 naming the model file",
+                             "content": {"application/octet-stream": {
+                                 "schema": {"type": "string", "format": "binary", "minLength": 1,
+                                            "maxLength": models_onnx.MAX_ONNX_BYTES}}}}})
     async def upload_model(request: Request, who: Identity = Writer) -> dict[str, Any]:
         """Upload an ONNX graph (request body, at most 512 MiB); submit jobs with the returned model name. The
         body streams to a file and a separate process parses it: the API and the agents' heartbeats go on."""
@@ -279,7 +336,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         await run_in_threadpool(add)  # the scheduler's lock only for the registration, never on the event loop
         return {"model": name, "batch_size": row["batch_size"], "params": row["params"]}
 
-    @app.post("/v1/agents/join", tags=["agents"])
+    @app.post("/v1/agents/join", tags=["agents"], responses=errors(*WRITE_ERRORS, 409))
     def join(body: AgentJoin, who: Identity = Writer) -> dict[str, Any]:
         """Exchange a join token for a credential bound to agent ``name`` (shown once; 409 if the name has one)."""
         need(who, "admin", "join")
@@ -293,15 +350,19 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         log.info("agent %s joined (credential issued to %s)", body.name, who.name)
         return {"name": body.name, "token": token}
 
-    @app.post("/v1/agents", tags=["agents"])
+    @app.post("/v1/agents", tags=["agents"], responses=errors(*WRITE_ERRORS, 409))
     def register_agent(body: AgentRegister, who: Identity = Writer) -> dict[str, Any]:
+        """Register (or re-register) an agent and its GPUs (409: a GPU index described twice)."""
         if not who.may_act_as_agent(body.name):
             raise HTTPException(403, f"this credential cannot register agent {body.name!r}")
+        clash = body.clash()
+        if clash:
+            raise HTTPException(409, clash)
         row = scheduler.register_agent(body.name, body.hostname, [g.model_dump() for g in body.gpus],
                                        reports=[r.model_dump() for r in body.reports])
         return {"name": row.name, "lease_s": scheduler.lease_s, **scheduler.fencing()}
 
-    @app.post("/v1/agents/{name}/heartbeat", tags=["agents"])
+    @app.post("/v1/agents/{name}/heartbeat", tags=["agents"], responses=errors(*WRITE_ERRORS, 409))
     def heartbeat(name: Annotated[str, Path(max_length=128)], body: Heartbeat, who: Identity = Writer) -> dict[str, Any]:
         if not who.may_act_as_agent(name):
             raise HTTPException(403, f"this credential cannot act as agent {name!r}")
@@ -317,3 +378,22 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
 
     mount_console(app, auth, sessions)
     return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's schema, plus the bearer scheme every operation but ``/healthz`` needs (the job's own token for
+    ``progress``; a console session cookie works too, see ``horus.service.console``)."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer", "description": "a token: the admin token file's, or "
+                       "one made by `horus token create` (roles admin, user, agent, join)"}}
+        error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorReply"}}}
+        for path, item in schema.get("paths", {}).items():
+            for operation in item.values():
+                operation["security"] = [] if path == "/healthz" else [{"bearer": []}]
+                for code, response in operation.get("responses", {}).items():
+                    if code.isdigit() and int(code) in _WHY:  # errors are JSON, whatever the success is
+                        response["content"] = error
+        app.openapi_schema = schema
+    return app.openapi_schema

@@ -12,6 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
+from horus.validation import Domain, NumberArg
+
+# the domains of the numeric options (argparse refuses anything else: NaN, inf, out of range; exit 2)
+LIST_LIMIT = Domain(1, 100_000, True, "jobs")
+JOB_ID = Domain(1, 2**62, True)
+INTERVAL_S = Domain(0.1, 3600, False, "s")
+PORT = Domain(1, 65535, True)
+FAKE_GPUS = Domain(0, 1024, True, "GPUs")
+PERIOD_S = Domain(0.01, 86400, False, "s")
+FENCE_FRACTION = Domain(0.01, 1, False)
+FENCE_KILL_S = Domain(0, 600, False, "s")
+BATCH_SIZE = Domain(1, 1_000_000, True)  # as the API's JobSubmit
+JOB_GPUS = Domain(1, 4096, True, "GPUs")
+ITERATIONS = Domain(1, 1e15, False, "iterations")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,15 +34,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _submit(subparsers)
     _client_parser(subparsers, "jobs", "list jobs (newest first)", run_jobs,
                    lambda p: (p.add_argument("--state", action="append", help="only jobs in this state (repeatable)"),
-                              p.add_argument("--limit", type=int, default=50, help="at most N jobs (default 50)"),
-                              p.add_argument("--before", type=int, metavar="ID", help="only jobs older than job ID "
+                              p.add_argument("--limit", type=NumberArg(LIST_LIMIT), default=50, help="at most N jobs (default 50)"),
+                              p.add_argument("--before", type=NumberArg(JOB_ID), metavar="ID", help="only jobs older than job ID "
                                              "(the next page)")))
     _client_parser(subparsers, "job", "show one job with its placement and events", run_job,
                    lambda p: p.add_argument("job_id", help="job id"))
     _client_parser(subparsers, "cancel", "cancel a queued or running job", run_cancel,
                    lambda p: p.add_argument("job_id", help="job id"))
     _client_parser(subparsers, "top", "live view of GPUs and jobs (refreshing)", run_top,
-                   lambda p: (p.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes"),
+                   lambda p: (p.add_argument("--interval", type=NumberArg(INTERVAL_S), default=1.0, help="seconds between refreshes"),
                               p.add_argument("--once", action="store_true", help="print one view and exit")))
 
 
@@ -52,28 +66,28 @@ def _serve(subparsers: argparse._SubParsersAction) -> None:
                               "state in SQLite, the scheduling loop, and an agent running jobs on this machine's GPUs.")
     p.add_argument("--state-dir", type=Path, help="data directory (default $HORUS_STATE_DIR or the user data dir)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8470, help="port (default 8470)")
+    p.add_argument("--port", type=NumberArg(PORT), default=8470, help="port (default 8470)")
     p.add_argument("--policy", default="horus", help="scheduling policy (default horus)")
     p.add_argument("--predictor", default="physical", help="predictor (default physical; analytic for "
                    "models it has no operator data for)")
     p.add_argument("--token-file", type=Path, help="bearer token for writes (default: <state-dir>/token, created)")
     p.add_argument("--open-reads", action="store_true", help="let reads (GET) through without a token")
-    p.add_argument("--fake-gpus", type=int, default=0, metavar="N", help="N fake GPUs (no GPU needed; jobs run on CPU)")
+    p.add_argument("--fake-gpus", type=NumberArg(FAKE_GPUS), default=0, metavar="N", help="N fake GPUs (no GPU needed; jobs run on CPU)")
     p.add_argument("--gpu-type", default="V100", help="GPU type of the fake GPUs (default V100)")
     p.add_argument("--no-agent", action="store_true", help="run no agent here (machines join with `horus agent`)")
     p.add_argument("--agent-name", help="name of this machine's agent (default: host name)")
-    p.add_argument("--lease-s", type=float, default=10.0,
+    p.add_argument("--lease-s", type=NumberArg(PERIOD_S), default=10.0,
                    help="agent lease: a silent agent's jobs are run elsewhere after lease + fence-kill-s + 1 s")
-    p.add_argument("--fence-fraction", type=float, default=0.8,
+    p.add_argument("--fence-fraction", type=NumberArg(FENCE_FRACTION), default=0.8,
                    help="an agent's jobs stop themselves when it has not renewed its lease for this fraction of "
                         "it (default 0.8; the at-most-once contract, docs/service.md)")
-    p.add_argument("--fence-kill-s", type=float, default=2.0,
+    p.add_argument("--fence-kill-s", type=NumberArg(FENCE_KILL_S), default=2.0,
                    help="SIGTERM to SIGKILL when a job fences itself (default 2 s)")
     p.add_argument("--run-as", metavar="USER",
                    help="run jobs as this user (the server must run as root): jobs cannot read the server's "
                         "token, job secret or store")
-    p.add_argument("--heartbeat-s", type=float, default=1.0, help="agent heartbeat interval")
-    p.add_argument("--grace-s", type=float, default=10.0, help="SIGTERM to SIGKILL grace period when stopping a job")
+    p.add_argument("--heartbeat-s", type=NumberArg(PERIOD_S), default=1.0, help="agent heartbeat interval")
+    p.add_argument("--grace-s", type=NumberArg(PERIOD_S), default=10.0, help="SIGTERM to SIGKILL grace period when stopping a job")
     p.add_argument("--mps", choices=("auto", "on", "off"), default="auto",
                    help="CUDA MPS limits from predictions (auto: when a daemon runs)")
     p.add_argument("--backend", default="local", help="who runs the jobs: local (default: an agent in this process)"
@@ -97,10 +111,10 @@ def _agent(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="agent name (default: host name)")
     p.add_argument("--run-as", metavar="USER", help="run jobs as this user (the agent must run as root)")
     p.add_argument("--workdir", type=Path, help="job folders, logs and checkpoints (default <user data dir>/agent)")
-    p.add_argument("--fake-gpus", type=int, default=0, metavar="N")
+    p.add_argument("--fake-gpus", type=NumberArg(FAKE_GPUS), default=0, metavar="N")
     p.add_argument("--gpu-type", default="V100")
-    p.add_argument("--heartbeat-s", type=float, default=1.0)
-    p.add_argument("--grace-s", type=float, default=10.0)
+    p.add_argument("--heartbeat-s", type=NumberArg(PERIOD_S), default=1.0)
+    p.add_argument("--grace-s", type=NumberArg(PERIOD_S), default=10.0)
     p.add_argument("--mps", choices=("auto", "on", "off"), default="auto")
     p.set_defaults(func=run_agent)
 
@@ -111,11 +125,11 @@ def _submit(subparsers: argparse._SubParsersAction) -> None:
                               "command, run without a shell.")
     p.add_argument("--model", help="zoo model name, for prediction (see `horus features --help`)")
     p.add_argument("--onnx", type=Path, help="upload this ONNX graph and predict from it")
-    p.add_argument("--batch-size", type=int, help="batch size (default 32, or the ONNX graph's)")
-    p.add_argument("--gpus", type=int, default=1, dest="num_gpus")
+    p.add_argument("--batch-size", type=NumberArg(BATCH_SIZE), help="batch size (default 32, or the ONNX graph's)")
+    p.add_argument("--gpus", type=NumberArg(JOB_GPUS), default=1, dest="num_gpus")
     p.add_argument("--gpu-type", help="required GPU type")
-    p.add_argument("--gpu-fraction", type=float, help="share of one GPU")
-    p.add_argument("--iterations", type=float, help="training iterations, if known")
+    p.add_argument("--gpu-fraction", type=NumberArg("gpu_fraction"), help="share of one GPU")
+    p.add_argument("--iterations", type=NumberArg(ITERATIONS), help="training iterations, if known")
     p.add_argument("--env", action="append", default=[], metavar="K=V", help="environment variable (repeatable)")
     p.add_argument("--secret-env", action="append", default=[], metavar="NAME",
                    help="pass this variable of your environment to the job as a secret: no read ever returns its "

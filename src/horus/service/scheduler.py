@@ -325,7 +325,8 @@ class LiveScheduler:
             now = self.clock()
             agent.last_seen = now
             for sample in gpu_telemetry or []:
-                agent.telemetry[int(sample["index"])] = {k: float(v) for k, v in sample.items() if k != "index"}
+                agent.telemetry[int(sample["index"])] = {k: float(v) for k, v in sample.items()
+                                                         if k != "index" and v is not None}  # null: not measured
             progress = self._apply_reports(name, reports, now)
             self.ledger.sample(self.state, self.agent_gpus.get(name, {}), agent.telemetry, now)
             self.ledger.sync(self.state, self.gpu_map, now)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from horus.validation import LIMITS
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
@@ -13,6 +15,24 @@ MAX_ARG_CHARS = 32 * 1024
 MAX_COMMAND_CHARS = 256 * 1024  # all arguments together (Linux allows 2 MiB of arguments and environment)
 MAX_ENV_CHARS = 256 * 1024  # all names and values together
 MAX_LOG_TAIL_CHARS = 16 * 1024  # agents send at most 4 KiB of log; the server keeps at most this much
+NO_NUL = r"^[^\x00]*$"
+# what the env validator refuses, for the OpenAPI schema (pydantic's regex engine has no look-ahead)
+ENV_NAME_SCHEMA = {"pattern": r"^(?!HORUS_)(?!CUDA_VISIBLE_DEVICES$)[A-Za-z_][A-Za-z0-9_]{0,127}$"}
+MIN_FRACTION = LIMITS["gpu_fraction"].low  # the smallest GPU share a job may request
+MIN_ITERATIONS = LIMITS["iterations"].low  # a job's iteration count, when given
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's ``integer`` includes ``109.0``: an integral float is that integer (strings, booleans and
+    fractions stay refused by the strict check after this)."""
+    if type(value) is float and value.is_integer():
+        return int(value)
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_integral)]
+"""An integer field: a JSON integer, or a number with no fractional part (``2.0``); never a string or a boolean."""
+Arg = Annotated[str, Field(max_length=MAX_ARG_CHARS, pattern=NO_NUL)]
 
 
 class _Strict(BaseModel):
@@ -25,19 +45,32 @@ class _Strict(BaseModel):
 class JobSubmit(_Strict):
     """A training job to run."""
 
-    command: list[str] = Field(min_length=1, max_length=4096, description="program and arguments (no shell)")
+    model_config = ConfigDict(json_schema_extra={  # what _fraction_single refuses
+        "if": {"properties": {"gpu_fraction": {"type": "number"}}, "required": ["gpu_fraction"]},
+        "then": {"properties": {"num_gpus": {"const": 1}}}})
+
+    command: list[Arg] = Field(min_length=1, max_length=4096, description="program and arguments (no shell); the "
+                               "program is not empty; all arguments together at most 256 KiB",
+                               json_schema_extra={"prefixItems": [{"type": "string", "minLength": 1,
+                                                                   "maxLength": MAX_ARG_CHARS, "pattern": NO_NUL}]})
     model: str | None = Field(None, pattern=NAME_PATTERN, description="zoo/catalog model name or an uploaded "
                               "ONNX model's name, for prediction; without it the job gets a whole GPU")
-    batch_size: int = Field(32, ge=1, le=1_000_000)
-    num_gpus: int = Field(1, ge=1, le=4096)
+    batch_size: Int = Field(32, ge=1, le=1_000_000)
+    num_gpus: Int = Field(1, ge=1, le=4096, description="GPUs (must be 1 with gpu_fraction); more than the cluster "
+                                                        "has is a 409")
     gpu_type: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-|]{1,200}$",
                                  description="required GPU type, e.g. V100 or 'A100-40GB|A100-80GB'")
-    gpu_fraction: float | None = Field(None, gt=0.0, le=1.0, description="share of one GPU (num_gpus must be 1)")
-    iterations: float | None = Field(None, gt=0.0, le=1e15, description="training iterations, if known")
-    env: dict[str, str] = Field(default_factory=dict, max_length=1024)
-    secret_env: dict[str, str] = Field(default_factory=dict, max_length=64,
+    gpu_fraction: float | None = Field(None, ge=MIN_FRACTION, le=1.0, description="share of one GPU (num_gpus "
+                                                                                  "must be 1)")
+    iterations: float | None = Field(None, ge=MIN_ITERATIONS, le=1e15, description="training iterations, if known")
+    env: dict[str, Arg] = Field(default_factory=dict, max_length=1024, json_schema_extra={
+        "propertyNames": ENV_NAME_SCHEMA}, description="names not HORUS_* nor CUDA_VISIBLE_DEVICES; names and "
+                                                         "values together at most 256 KiB")
+    secret_env: dict[str, Arg] = Field(default_factory=dict, max_length=64,
+                                       json_schema_extra={"propertyNames": ENV_NAME_SCHEMA},
                                        description="environment variables whose values no read returns (API "
-                                                   "keys, passwords): only the agent running the job gets them")
+                                                   "keys, passwords): only the agent running the job gets them; "
+                                                   "a name also in env is a 409")
     cwd: str | None = Field(None, min_length=1, max_length=4096, description="working directory on the machine")
     name: str | None = Field(None, max_length=200)
     idempotency_key: str | None = Field(None, min_length=1, max_length=200,
@@ -81,17 +114,19 @@ class JobSubmit(_Strict):
     def _fraction_single(self) -> JobSubmit:
         if self.gpu_fraction is not None and self.num_gpus != 1:
             raise ValueError("gpu_fraction needs num_gpus = 1")
-        both = sorted(set(self.env) & set(self.secret_env))
-        if both:
-            raise ValueError(f"{both[0]} is in both env and secret_env")
         return self
+
+    def clash(self) -> str | None:
+        """A name in both env and secret_env (the API answers 409: JSON Schema cannot state it)."""
+        both = sorted(set(self.env) & set(self.secret_env))
+        return f"{both[0]} is in both env and secret_env" if both else None
 
 
 class GPUDescription(_Strict):
-    index: int = Field(ge=0, le=1023)
+    index: Int = Field(ge=0, le=1023)
     uuid: str = Field(min_length=1, max_length=200)
     name: str = Field(min_length=1, max_length=200)
-    memory_mib: int = Field(ge=1, le=16 * 1024 * 1024)
+    memory_mib: Int = Field(ge=1, le=16 * 1024 * 1024)
     type: str | None = Field(None, max_length=200, description="Horus GPU type (fake GPUs, or a declared type)")
     fake: bool = False
 
@@ -103,20 +138,23 @@ class AgentRegister(_Strict):
     reports: list[AttemptReport] = Field(default_factory=list, max_length=100_000,
                                          description="how the agent's attempts stand (after a restart or an outage)")
 
-    @model_validator(mode="after")
-    def _distinct(self) -> AgentRegister:
-        if len({g.index for g in self.gpus}) != len(self.gpus):
-            raise ValueError("GPU indices must be distinct")
-        return self
+    def clash(self) -> str | None:
+        """A GPU index described twice (the API answers 409: JSON Schema cannot state that indices are distinct)."""
+        seen: set[int] = set()
+        for gpu in self.gpus:
+            if gpu.index in seen:
+                return f"gpus: GPU index {gpu.index} is described twice"
+            seen.add(gpu.index)
+        return None
 
 
 class AttemptReport(_Strict):
     job_id: str = Field(pattern=r"^[0-9]{1,18}$")
-    attempt: int = Field(ge=1, le=1_000_000)
+    attempt: Int = Field(ge=1, le=1_000_000)
     status: Literal["running", "exited"]
     iterations: float | None = Field(None, ge=0.0, le=1e18)
     rate: float | None = Field(None, ge=0.0, le=1e12)
-    exit_code: int | None = Field(None, ge=-255, le=255)
+    exit_code: Annotated[int, Field(ge=-255, le=255), BeforeValidator(_integral)] | None = None
     oom: bool = False
     fenced: bool = Field(False, description="the attempt's wrapper stopped it: its agent's lease expired")
     gpu_mem_mib: float | None = Field(None, ge=0.0)
@@ -125,7 +163,7 @@ class AttemptReport(_Strict):
 
 
 class GPUTelemetry(_Strict):
-    index: int = Field(ge=0, le=1023)
+    index: Int = Field(ge=0, le=1023)
     util: float | None = Field(None, ge=0.0, le=1.0)
     mem_mib: float | None = Field(None, ge=0.0)
 
@@ -143,7 +181,7 @@ class Heartbeat(_Strict):
 
 
 class JobProgress(_Strict):
-    attempt: int = Field(ge=1, le=1_000_000)
+    attempt: Int = Field(ge=1, le=1_000_000)
     iteration: float = Field(ge=0.0, le=1e18)
 
 
