@@ -450,3 +450,20 @@ def test_pending_gpus_of_a_larger_cluster_are_dropped_when_the_state_is_rebuilt_
     put(small, "A2", (1,), 2.0)
     obs.observe(small)
     assert obs._pending == set() and obs.job_solo[("A2", "v100")] == 2.0
+
+
+def test_a_set_with_a_job_without_a_model_gets_the_whole_gpu_belief() -> None:
+    """Regression (issue 28): the live service's jobs without a model have type ``/b0``; the summed-utilization
+    prior raised on it ("expected '<model>/b<batch>', got '/b0'"), failing every scheduling step while such a job
+    shared a GPU. It now gets the service predictor's whole-GPU belief (utilization 1, 95 % of the memory)."""
+    from horus.gpu_types import preset
+    from horus.interference.slowdown import estimator_for
+    from horus.predict.analytic import AnalyticPredictor
+    from horus.service.predictor import ServicePredictor
+
+    tracker = ObservedThroughput(estimator_for(None, ServicePredictor(AnalyticPredictor())))
+    v100 = preset("V100")
+    pair = tracker.estimate(["/b0", "resnet50/b64"], v100)
+    assert 0 < min(pair.x) and max(pair.x) <= 1 / (1 + 1e-3)  # summed utilization above 1: each member slowed
+    two = tracker.estimate(["/b0", "/b0"], v100)
+    assert two.x == pytest.approx([0.5, 0.5])

@@ -17,7 +17,7 @@ from horus.catalog import FEATURE_NAMES, model_info
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
 from horus.jobs import JobSpec, parse_job_type
-from horus.predict.base import Predictor
+from horus.predict.base import Predictor, whole_gpu
 from horus.sources.gavel import GavelThroughputs
 
 # GPU types of the Gavel measurements (memory in MiB; speed relative to V100, Gavel's solo ratios).
@@ -129,6 +129,9 @@ class JobFeatures:
         pred = self.predictor()
         if pred is None:
             raise HorusInputError("interference features", "a solo predictor is needed for utilization features")
+        if job_type.startswith("/b"):  # a job without a model (e.g. a live job given only a GPU fraction)
+            p = whole_gpu(gpu_type_of(gpu))
+            return float(p.util), float(p.mem_mib)
         model, batch = parse_job_type(job_type)
         p = pred.predict(JobSpec("feature", 0.0, 1, model, batch, 1.0), gpu_type_of(gpu))
         return float(p.util), float(p.mem_mib)

@@ -19,6 +19,12 @@ class Prediction:
     iter_time_s: float  # solo iteration time of one worker, seconds
 
 
+def whole_gpu(gpu_type: GPUType) -> Prediction:
+    """The conservative belief about a job that names no model: it uses the whole GPU (100 % utilization, 95 %
+    of the card's memory), so memory leaves no room for a partner and any partner is predicted to slow it."""
+    return Prediction(util=1.0, mem_mib=0.95 * gpu_type.memory_mib, iter_time_s=1.0)
+
+
 class Predictor(ABC):
     """Maps a job spec to a Prediction. Implementations must never hold a truth model."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
 from horus.jobs import JobSpec
-from horus.predict.base import Prediction, Predictor
+from horus.predict.base import Prediction, Predictor, whole_gpu
 
 
 class ServicePredictor(Predictor):
@@ -22,7 +22,7 @@ class ServicePredictor(Predictor):
 
     def predict(self, job: JobSpec, gpu_type: GPUType) -> Prediction:
         if not job.model:
-            return Prediction(util=1.0, mem_mib=0.95 * gpu_type.memory_mib, iter_time_s=1.0)
+            return whole_gpu(gpu_type)
         try:
             return self.inner.predict(job, gpu_type)
         except HorusInputError:
