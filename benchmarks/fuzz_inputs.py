@@ -975,8 +975,15 @@ def prepare_fixtures(f: Path, commands: list[CommandSpec] | None = None) -> dict
                   "pathlib.Path('state').mkdir(exist_ok=True); Store(pathlib.Path('state') / 'horus.db')")],
     }
     failed = {}
+    needed = None
+    if commands is not None:  # only the setups the given commands' baselines name
+        needed = json.dumps([[BASELINES[c.name].args, [list(x.items()) for x in BASELINES[c.name].companions.values()]]
+                             for c in commands if c.name in BASELINES] + [COPY_STATE if any(
+                                 c.name in COPY_STATE for c in commands) else []])
     for what, argv in setups.items():
         if (f / what).exists() and any((f / what).iterdir()):
+            continue
+        if needed is not None and f"{{f}}/{what}" not in needed and not (what == "state" and "state" in needed):
             continue
         proc = subprocess.run(argv, cwd=f, env=env, capture_output=True, text=True, timeout=300, check=False)
         if proc.returncode != 0:
@@ -1547,8 +1554,9 @@ def group_failures(results: list[dict[str, object]]) -> list[dict[str, object]]:
 def run_campaign(cases: int, seed: int = 0, workers: int = 2, timeout: float = 60.0, memory_gib: float = 6.0,
                  only: str | None = None, commands: list[CommandSpec] | None = None, cli_share: float = CLI_SHARE,
                  serve_timeout: float = 6.0, live: io.TextIOBase | None = None, examples: int = 3,
-                 progress: bool = True) -> dict[str, object]:
-    """Run a campaign; returns the report (see ``main``). ``commands``: the CLI tree (default: ``cli_tree()``)."""
+                 progress: bool = True, exhaustive: bool = False) -> dict[str, object]:
+    """Run a campaign; returns the report (see ``main``). ``commands``: the CLI tree (default: ``cli_tree()``);
+    ``exhaustive``: instead of ``cases`` sampled ones, every value of every option of ``commands`` once."""
     global FIXTURES
     commands = cli_tree() if commands is None else commands
     results: list[dict[str, object]] = []
@@ -1570,7 +1578,7 @@ def run_campaign(cases: int, seed: int = 0, workers: int = 2, timeout: float = 6
     baselines: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory(prefix="horus-fuzz-") as root:
         FIXTURES = Path(root) / "fixtures"
-        setup_failed = prepare_fixtures(FIXTURES)
+        setup_failed = prepare_fixtures(FIXTURES, commands)
         cases_root = Path(root) / "cases"
         cases_root.mkdir()
         pool = Pool(workers, cases_root, timeout, memory_gib, serve_timeout)
@@ -1591,7 +1599,9 @@ def run_campaign(cases: int, seed: int = 0, workers: int = 2, timeout: float = 6
             expected = {c: b["message"] for c, b in baselines.items() if b["expect"] == "error"}
 
             def adjusted() -> Iterator[Case]:
-                for case in generate(cases, seed, only, commands, cli_share, weights):
+                stream = iter(cli_cases(commands)) if exhaustive else generate(cases, seed, only, commands, cli_share,
+                                                                                  weights)
+                for case in stream:
                     if isinstance(case, CliCase):
                         case.expected_message = expected.get(case.command)  # type: ignore[attr-defined]
                         if case.command in broken and case.label == "valid":
