@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import multiprocessing as mp
 import os
 import platform
@@ -551,7 +552,6 @@ FEATURE_OPTIONS: tuple[list[list[str]], list[list[str]]] = (
 
 
 def _onnx_bytes(kind: str) -> bytes:
-    import onnx
     from onnx import TensorProto, helper
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
@@ -718,6 +718,562 @@ def _option_case(rng: random.Random) -> Case:
     return Case("options", argv, files, label, " ".join(argv))
 
 
+# ----------------------------------------------------------------------------------------------------------
+# the CLI tree: every (sub)command and option, read from horus.cli.build_parser(); cases derived from it
+
+
+@dataclass
+class OptionSpec:
+    """One argparse action of a command, as the fuzzer sees it."""
+
+    flag: str  # "--seed", or the dest of a positional
+    positional: bool
+    action: str  # store | append | store_true | store_false | store_const | count
+    type_name: str  # NumberArg | int | float | Path | str
+    domain: object | None  # a validation.Domain when type is a NumberArg
+    choices: list[str] | None
+    nargs: object
+    default: object
+    required: bool
+    metavar: object
+    help: str
+    role: str  # number | choice | flag | input | output | string
+
+    def describe(self) -> dict[str, object]:
+        domain = self.domain
+        return {"option": self.flag, "action": self.action, "type": self.type_name, "role": self.role,
+                "domain": None if domain is None else [domain.low, domain.high, domain.integer],  # type: ignore
+                "choices": self.choices, "nargs": self.nargs, "required": self.required,
+                "default": repr(self.default)[:60]}
+
+
+@dataclass
+class CommandSpec:
+    path: tuple[str, ...]  # ("trace", "generate")
+    options: list[OptionSpec]
+    pass_through: bool = False  # its options belong to an inner parser found by calling its func
+    inner_gap: str = ""  # why an inner parser could not be read
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.path)
+
+
+OUTPUT_WORDS = ("out", "output", "write", "checkpoint-dir", "workdir", "state-dir")
+PATH_WORDS = ("dir", "file", "path", "trace", "cluster", "gavel", "profiles", "colocation", "solo", "campaign",
+              "onnx", "reference", "kubeconfig", "tls", "source", "data", "gpumemnet")
+
+
+def _role(flag: str, action: argparse.Action) -> str:
+    """number / choice / flag / input / output / string, from what the action declares (names for paths)."""
+    if action.nargs == 0:
+        return "flag"
+    if hasattr(action.type, "domain") or action.type in (int, float):
+        return "number"
+    if action.choices:
+        return "choice"
+    name = flag.lstrip("-").lower()
+    words = f"{name} {action.metavar or ''} {action.help or ''}".lower()
+    path_like = action.type is Path or any(w in name for w in PATH_WORDS) or str(action.metavar) in (
+        "PATH", "DIR", "FILE", "SWEEP", "DATA")
+    if not path_like:
+        return "string"
+    if name.startswith(("out", "write")) or any(name == w or name.startswith(w) for w in OUTPUT_WORDS) \
+            or "output" in words.split("(")[0]:
+        return "output"
+    return "input"
+
+
+def _options(parser: argparse.ArgumentParser) -> list[OptionSpec]:
+    specs = []
+    for a in parser._actions:
+        if isinstance(a, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
+            continue
+        positional = not a.option_strings
+        flag = a.dest if positional else max(a.option_strings, key=len)
+        kind = type(a).__name__.strip("_").replace("Action", "").lower() or "store"
+        kind = {"store": "store", "append": "append", "storetrue": "store_true", "storefalse": "store_false",
+                "storeconst": "store_const", "count": "count", "appendconst": "store_const"}.get(kind, kind)
+        if hasattr(a.type, "domain"):
+            type_name = "NumberArg"
+        elif a.type in (int, float):
+            type_name = a.type.__name__
+        elif a.type is Path:
+            type_name = "Path"
+        else:
+            type_name = "str" if a.type is None else getattr(a.type, "__name__", str(a.type))
+        specs.append(OptionSpec(flag, positional, kind, type_name, getattr(a.type, "domain", None),
+                                [str(c) for c in a.choices] if a.choices else None, a.nargs, a.default, a.required,
+                                a.metavar, a.help or "", _role(flag, a)))
+    return specs
+
+
+class _Captured(Exception):
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        self.parser = parser
+
+
+def _inner_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser | None:
+    """The parser a pass-through command hands its arguments to: call its ``func`` with no arguments while
+    ``ArgumentParser.parse_args``/``parse_known_args`` raise with the parser they were called on."""
+    func = parser.get_default("func")
+    if func is None:
+        return None
+    saved = argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args
+
+    def capture(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        raise _Captured(self)
+
+    argparse.ArgumentParser.parse_args = capture  # type: ignore[method-assign,assignment]
+    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign,assignment]
+    try:
+        func(argparse.Namespace(rest=[], command=None))
+    except _Captured as got:
+        return got.parser
+    except BaseException:  # noqa: BLE001 - a func that works before parsing: its inner parser stays unknown
+        return None
+    finally:
+        argparse.ArgumentParser.parse_args, argparse.ArgumentParser.parse_known_args = saved
+    return None
+
+
+def cli_tree(parser: argparse.ArgumentParser | None = None) -> list[CommandSpec]:
+    """Every runnable (sub)command of ``horus`` with its options (pass-through commands: the inner parser's)."""
+    if parser is None:
+        from horus.cli import build_parser
+
+        parser = build_parser()
+    commands: list[CommandSpec] = []
+
+    def walk(p: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if path and p.get_default("func") is not None:
+            if p.get_default("pass_through"):
+                inner = _inner_parser(p)
+                commands.append(CommandSpec(path, _options(inner) if inner else [], True,
+                                            "" if inner else "its func does not call an ArgumentParser first"))
+            else:
+                commands.append(CommandSpec(path, _options(p)))
+        for s in subs:
+            seen: set[int] = set()
+            for name, sp in s.choices.items():
+                if id(sp) not in seen:  # aliases share a parser
+                    seen.add(id(sp))
+                    walk(sp, (*path, name))
+
+    walk(parser, ())
+    return commands
+
+
+# Baselines: arguments known to work for a command ({f}: the campaign's fixture directory, prepared once;
+# {d}: the case's own directory; {port}: a free local port). "expect" is "ok" (exit 0), "error" (ends in
+# a known clear error: clients against an unreachable server, whose options must be checked before the
+# connection), or "serve" (a server: running past the case's --serve-timeout counts as started = exit 0).
+# A command without an entry gets its required options filled from what the tree declares.
+UNREACHABLE = "http://127.0.0.1:9"
+CLIENT = {"--server": UNREACHABLE, "--token-file": "{f}/token"}
+
+
+@dataclass
+class Baseline:
+    args: dict[str, object]  # option (or positional dest) -> value (str, list of str, or True for a flag)
+    expect: str = "ok"
+    companions: dict[tuple[str, str], dict[str, object]] = field(default_factory=dict)  # (option, value) -> extra
+
+
+SIM_BASE = {"--no-progress": True, "--policy": "fifo-exclusive", "--trace": "{f}/trace.csv", "--out": "{d}/out"}
+BASELINES: dict[str, Baseline] = {
+    "simulate": Baseline(dict(SIM_BASE), companions={
+        ("--truth", "gavel"): {"--gavel": "{f}/g.json"},
+        ("--truth", "measured"): {"--profiles": "{f}/m_solo.csv", "--colocation": "{f}/m_coloc.csv",
+                                  "--trace": "{f}/m_trace.csv"},
+        ("--format", "philly"): {"--trace": "{f}/philly.csv"},
+        ("--format", "openb"): {"--trace": "{f}/pods.csv", "--cluster": "{f}/nodes.csv"},
+        ("--predictor", "learned"): {"--predictor-dir": "{f}/learned"},
+        ("--policy", "geng"): {"--interference-model": "{f}/imodel"}}),
+    "truth fit": Baseline({"--gavel": "{f}/g.json"}),
+    # GPUMemNet's and the reference measurements are not shippable: these end in "file not found" (after the
+    # option checks), like the clients below
+    "truth fit-memory": Baseline({"--gpumemnet": "{f}/gpumemnet"}, expect="error"),
+    "trace generate": Baseline({"--jobs": "20", "--out": "{d}/trace.csv"}),
+    "features": Baseline({"model": "resnet18_cifar", "--batch": "1"}),
+    "predictor train": Baseline({"data": "{f}/profiles.csv", "--folds": "2", "--candidates": "mean,ridge",
+                                 "--out": "{d}/learned"}),
+    "predictor evaluate": Baseline({"data": "{f}/profiles.csv", "--folds": "2", "--candidates": "mean,ridge"}),
+    "predictor calibrate": Baseline({"--reference": "{f}/reference"}, expect="error"),
+    "predict": Baseline({"model": "resnet50", "--batch": "64", "--gpu": "V100"}),
+    "profile": Baseline({"--device": "cpu", "--no-nvml": True, "--model": "resnet18_cifar", "--batch": "2",
+                         "--warmup-iters": "0", "--warmup-s": "0", "--window-s": "0.2", "--out": "{d}/prof"}),
+    "profile colocate": Baseline({"--device": "cpu", "--no-nvml": True, "--set": "resnet18_cifar:2,a3c:4",
+                                  "--warmup-iters": "0", "--warmup-s": "0", "--window-s": "0.2",
+                                  "--out": "{d}/coloc"}),
+    "profile plan-pairs": Baseline({"--solo": "{f}/m_solo.csv", "--pairs": "2", "--triples": "0",
+                                    "--capacity-mib": "16000", "--out": "{d}/plan.json"}),
+    "train": Baseline({"model": "resnet18_cifar", "--batch-size": "2", "--iterations": "1", "--device": "cpu",
+                       "--checkpoint-dir": "{d}/ckpt"}),
+    "colocation analyze": Baseline({"data": "{f}/coloc_fixture.csv"},
+                                   companions={("--proxy", "solo"): {"--solo": "{f}/coloc_solo.csv"}}),
+    "interference train": Baseline({"--gavel": "{f}/g.json", "--model": "iapp", "--folds": "2",
+                                    "--out": "{d}/imodel"}),
+    "interference evaluate": Baseline({"--gavel": "{f}/g.json", "--protocol": "random", "--folds": "2",
+                                       "--models": "iapp"}),
+    "interference predict": Baseline({"--model-dir": "{f}/imodel", "job_types": ["resnet50/b64", "lstm_lm/b20"]}),
+    "serve": Baseline({"--state-dir": "{d}/state", "--port": "{port}", "--fake-gpus": "1", "--log-level": "error"},
+                      expect="serve"),
+    "agent": Baseline({"--server": UNREACHABLE, "--token-file": "{f}/token", "--workdir": "{d}/agent",
+                       "--fake-gpus": "1", "--heartbeat-s": "0.5"}, expect="serve"),
+    "submit": Baseline({**CLIENT, "--model": "resnet18_cifar", "--batch-size": "8", "command": ["true"]},
+                       expect="error"),
+    "jobs": Baseline(dict(CLIENT), expect="error"),
+    "job": Baseline({**CLIENT, "job_id": "1"}, expect="error"),
+    "cancel": Baseline({**CLIENT, "job_id": "1"}, expect="error"),
+    "top": Baseline({**CLIENT, "--once": True}, expect="error"),
+    "token create": Baseline({"--name": "fuzz", "--role": "user", "--state-dir": "{d}/state",
+                              "--out": "{d}/tok"}),
+    "token list": Baseline({"--state-dir": "{f}/state"}),
+    "token revoke": Baseline({"name": "fuzz", "--state-dir": "{d}/state"}),
+    "sweep": Baseline({"--no-ray": True, "--policy": "fifo-exclusive", "--trace": "{f}/trace.csv", "--max-jobs": "5",
+                       "--out": "{d}/sweep"}),
+    "sweep-report": Baseline({"source": "{f}/sweep", "--out": "{d}/report"}),
+    # the extender lists the API server before it listens: unreachable, it ends in a known clear error
+    "k8s-extender": Baseline({"--port": "{port}", "--log-level": "error", "--api-server": UNREACHABLE}, expect="error"),
+}
+# Commands whose baseline copies a prepared state ({f}/state) into the case directory first.
+COPY_STATE = ("token create", "token revoke", "serve")
+
+
+def prepare_fixtures(f: Path, commands: list[CommandSpec] | None = None) -> dict[str, str]:
+    """Write the baselines' input files into ``f`` and run the setup commands (subprocesses) that make model
+    directories, a state store and a sweep; returns {what: error} for setups that failed (their commands'
+    baselines then fail too and are reported as such)."""
+    import subprocess
+
+    f.mkdir(parents=True, exist_ok=True)
+    profiles = _fixture("synthetic_profiles", "SYNTHETIC_profiles.csv")
+    files = {
+        "trace.csv": SMALL_TRACE, "g.json": json.dumps(gavel_document(0)).encode(),
+        "philly.csv": _csv(PHILLY_HEADER, PHILLY_ROWS), "pods.csv": _csv(POD_HEADER, POD_ROWS),
+        "nodes.csv": _csv(NODE_HEADER, NODE_ROWS), "cluster.yaml": CLUSTER_YAML.encode(),
+        "m_solo.csv": MEASURED_SOLO, "m_coloc.csv": MEASURED_COLOC, "m_trace.csv": MEASURED_TRACE,
+        "profiles.csv": profiles, "coloc_fixture.csv": _fixture("coloc_synthetic", "colocation.csv"),
+        "coloc_solo.csv": _fixture("coloc_synthetic", "solo.csv"), "token": b"fuzz-token-" + b"x" * 40 + b"\n",
+        "file": b"x", "empty": b"", "random.bin": bytes(random.Random(1).randrange(256) for _ in range(512)),
+    }
+    for name, data in files.items():
+        (f / name).write_bytes(data)
+    for name in ("reference", "gpumemnet", "emptydir"):
+        (f / name).mkdir(exist_ok=True)
+    py = [sys.executable]
+    env = {**os.environ, "HOME": str(f), "XDG_DATA_HOME": str(f / "xdg")}
+    setups = {
+        "imodel": [*py, "-m", "horus.cli", "interference", "train", "--gavel", "g.json", "--model", "iapp",
+                   "--folds", "2", "--out", "imodel"],
+        "learned": [*py, "-m", "horus.cli", "predictor", "train", "profiles.csv", "--folds", "2", "--candidates",
+                    "mean,ridge", "--out", "learned"],
+        "sweep": [*py, "-m", "horus.cli", "sweep", "--no-ray", "--policy", "fifo-exclusive", "--trace", "trace.csv",
+                  "--max-jobs", "5", "--out", "sweep"],
+        "state": [*py, "-c", ("import pathlib, sys; from horus.service.store import Store; "
+                  "pathlib.Path('state').mkdir(exist_ok=True); Store(pathlib.Path('state') / 'horus.db')")],
+    }
+    failed = {}
+    needed = None
+    if commands is not None:  # only the setups the given commands' baselines name
+        needed = json.dumps([[BASELINES[c.name].args, [list(x.items()) for x in BASELINES[c.name].companions.values()]]
+                             for c in commands if c.name in BASELINES] + [COPY_STATE if any(
+                                 c.name in COPY_STATE for c in commands) else []])
+    for what, argv in setups.items():
+        if (f / what).exists() and any((f / what).iterdir()):
+            continue
+        if needed is not None and f"{{f}}/{what}" not in needed and not (what == "state" and "state" in needed):
+            continue
+        proc = subprocess.run(argv, cwd=f, env=env, capture_output=True, text=True, timeout=300, check=False)
+        if proc.returncode != 0:
+            failed[what] = (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+    return failed
+
+
+MEASURED_SOLO_HEADER = ["config_id", "model", "family", "batch_size", "input_size", "precision", "repeat", "gpu_name",
+                        "status", "error", "gpu_util_mean", "torch_max_reserved_mib", "iter_time_s_mean",
+                        "throughput_samples_s"]
+MEASURED_SOLO_ROWS = [["resnet50-b64-fp32-r0", "resnet50", "cnn", 64, 224, "fp32", 0, "V100", "ok", "", 80, 9000, 0.25,
+                       256],
+                      ["a3c-b16-fp32-r0", "a3c", "rl", 16, 42, "fp32", 0, "V100", "ok", "", 30, 300, 0.01, 1600],
+                      ["lstm_lm-b20-fp32-r0", "lstm_lm", "rnn", 20, 35, "fp32", 0, "V100", "ok", "", 55, 2000, 0.05,
+                       400]]
+MEASURED_SOLO = _csv(MEASURED_SOLO_HEADER, MEASURED_SOLO_ROWS)
+MEASURED_COLOC_HEADER = ["set_id", "set_size", "member", "model", "batch_size", "precision", "normalized_throughput",
+                         "status", "error", "repeat", "solo_util_mean"]
+MEASURED_COLOC_ROWS = [["s1", 2, 0, "resnet50", 64, "fp32", 0.6, "ok", "", 0, 80],
+                       ["s1", 2, 1, "a3c", 16, "fp32", 0.9, "ok", "", 0, 30],
+                       ["s2", 2, 0, "a3c", 16, "fp32", 0.95, "ok", "", 0, 30],
+                       ["s2", 2, 1, "lstm_lm", 20, "fp32", 0.8, "ok", "", 0, 55],
+                       ["s3", 2, 0, "resnet50", 64, "fp32", 0.5, "ok", "", 0, 80],
+                       ["s3", 2, 1, "lstm_lm", 20, "fp32", 0.7, "ok", "", 0, 55],
+                       ["s4", 3, 0, "resnet50", 64, "fp32", 0.45, "ok", "", 0, 80],
+                       ["s4", 3, 1, "a3c", 16, "fp32", 0.8, "ok", "", 0, 30],
+                       ["s4", 3, 2, "lstm_lm", 20, "fp32", 0.6, "ok", "", 0, 55]]  # every set of the trace measured
+MEASURED_COLOC = _csv(MEASURED_COLOC_HEADER, MEASURED_COLOC_ROWS)
+MEASURED_TRACE = _csv(["job_id", "submit_time", "num_gpus", "model", "batch_size", "iterations"],
+                      [["j1", 0, 1, "resnet50", 64, 100], ["j2", 5, 1, "a3c", 16, 200], ["j3", 6, 1, "lstm_lm", 20, 50]])
+
+
+def _measured_mutation(rng: random.Random) -> tuple[bytes, bytes, str, str]:
+    """(solo table, co-location table, label, note) for ``--truth measured``."""
+    solo = [list(r) for r in MEASURED_SOLO_ROWS]
+    coloc = [list(r) for r in MEASURED_COLOC_ROWS]
+    solo_header, coloc_header = list(MEASURED_SOLO_HEADER), list(MEASURED_COLOC_HEADER)
+    choice = rng.choice(["one_member_set", "no_precision_column", "nan_throughput", "empty_throughput",
+                         "wrong_set_size", "duplicate_member", "unmeasured_model", "nan_solo_util", "member_too_big",
+                         "solo_no_ok_rows", "solo_inf_iter_time", "negative_throughput", "valid", "valid",
+                         "failed_status_nan", "solo_precision_amp_only", "three_member_set"])
+    label = "invalid"
+    c = coloc_header.index
+    s = solo_header.index
+    if choice == "one_member_set":
+        coloc = [r for r in coloc if not (r[0] == "s1" and r[2] == 1)]
+        coloc[0][c("set_size")] = 1
+    elif choice == "no_precision_column":
+        i = c("precision")
+        coloc_header.pop(i)
+        for r in coloc:
+            r.pop(i)
+        label = "any"  # precision is a required column of the co-location table
+    elif choice == "nan_throughput":
+        coloc[1][c("normalized_throughput")] = "nan"
+    elif choice == "empty_throughput":
+        coloc[1][c("normalized_throughput")] = ""
+    elif choice == "negative_throughput":
+        coloc[1][c("normalized_throughput")] = -0.5
+    elif choice == "failed_status_nan":
+        coloc[0][c("status")], coloc[1][c("status")] = "oom", "oom"
+        coloc[0][c("normalized_throughput")] = coloc[1][c("normalized_throughput")] = ""
+        label = "valid"  # an unmeasured (failed) set carries no throughput
+    elif choice == "wrong_set_size":
+        coloc[0][c("set_size")] = coloc[1][c("set_size")] = 3
+    elif choice == "duplicate_member":
+        coloc[1][c("member")] = 0
+    elif choice == "member_too_big":
+        coloc[1][c("member")] = 5
+    elif choice == "unmeasured_model":
+        coloc[1][c("model")], coloc[1][c("batch_size")] = "resnet18", 32
+    elif choice == "three_member_set":  # the triple alone: unmeasured pairs get the fitted curve (too few sets)
+        coloc = [r for r in coloc if r[0] == "s4"]
+        label = "any"
+    elif choice == "nan_solo_util":
+        solo[0][s("gpu_util_mean")] = "nan"
+    elif choice == "solo_inf_iter_time":
+        solo[1][s("iter_time_s_mean")] = "inf"
+    elif choice == "solo_no_ok_rows":
+        for r in solo:
+            r[s("status")] = "oom"
+    elif choice == "solo_precision_amp_only":
+        for r in solo:
+            r[s("precision")] = "amp"
+    else:
+        label = "valid"
+    return _csv(solo_header, solo), _csv(coloc_header, coloc), label, choice
+
+
+def _measured_case(rng: random.Random) -> Case:
+    solo, coloc, label, note = _measured_mutation(rng)
+    if rng.random() < 0.2:  # generic damage of one of the two tables
+        target = rng.choice(["solo", "coloc"])
+        data, label, note2 = _text_damage(rng, solo if target == "solo" else coloc, "measured")
+        solo, coloc = (data, MEASURED_COLOC) if target == "solo" else (MEASURED_SOLO, data)
+        note = f"{target}:{note2}"
+    argv = [*SIM, "--truth", "measured", "--profiles", "{d}/solo.csv", "--colocation", "{d}/coloc.csv", "--trace",
+            "{d}/t.csv"]
+    return Case("measured-truth", argv, {"solo.csv": solo, "coloc.csv": coloc, "t.csv": MEASURED_TRACE}, label, note)
+
+
+# -- values per option, from what the tree declares ---------------------------------------------------
+
+FULLWIDTH_12 = "\uff11\uff12"
+CONTROL = "a\x01b\x1b[31mc\x7f"
+
+
+def _num(x: float, integer: bool) -> str:
+    if integer:
+        return str(int(x))
+    return repr(float(x))
+
+
+def number_values(opt: OptionSpec) -> list[tuple[str, str]]:
+    """(value, label) for a numeric option: from its Domain when declared, else only non-finite/huge values are
+    ``invalid`` and the rest ``any`` (no option should accept a non-finite number)."""
+    dom = opt.domain
+    out: list[tuple[str, str]] = []
+    if dom is not None:
+        lo, hi, integer = float(dom.low), float(dom.high), bool(dom.integer)  # type: ignore[attr-defined]
+        valid = {lo, hi}
+        if math.isfinite(lo) and math.isfinite(hi):
+            valid.add(lo + (hi - lo) / 2 if not integer else math.floor(lo + (hi - lo) / 2))
+            valid.add(min(hi, lo + 1))
+        if isinstance(opt.default, (int, float)) and not isinstance(opt.default, bool) \
+                and dom.contains(opt.default):  # type: ignore[attr-defined]
+            valid.add(float(opt.default))
+        out += [(_num(v, integer), "valid") for v in sorted(valid) if math.isfinite(v)]
+        candidates = ["nan", "inf", "-inf", "1e308", "-1e308", str(2**70), "", "x", FULLWIDTH_12, "0x10", " ",
+                      "1_000", "+-1", "1e", "--1"]
+        if math.isfinite(lo):
+            candidates += [_num(lo - 1, integer), _num(lo - 1e-6, False) if not integer else _num(lo - 1, True)]
+        if math.isfinite(hi):
+            candidates += [_num(hi * 10 if hi > 0 else hi + 10, integer), _num(hi + 1, integer)]
+        if integer:
+            candidates += [repr(lo + 0.5) if math.isfinite(lo) else "1.5", "1e3"]
+        for text in candidates:
+            try:
+                value = int(text) if integer else float(text)
+                inside = text.isascii() and dom.contains(value)  # type: ignore[attr-defined]
+            except ValueError:
+                inside = False
+            if text == "1e3" and integer:
+                inside = False  # an integer option takes digits only
+            out.append((text, "valid" if inside else "invalid"))
+        return out
+    huge = [str(2**70), "-" + str(2**70), "9" * 400]
+    if opt.type_name == "float":
+        out += [(v, "invalid") for v in ("nan", "inf", "-inf", "1e308", "-1e308", *huge)]
+        out += [(v, "any") for v in ("-1", "0", "1e-300", "0.5", "", "x", FULLWIDTH_12, "1e3")]
+    else:
+        out += [(v, "invalid") for v in huge]
+        out += [(v, "any") for v in ("-1", "0", "1", FULLWIDTH_12, "", "x", "1.5", "nan")]
+    return out
+
+
+def string_values() -> list[tuple[str, str]]:
+    return [(v, "any") for v in ("", "x" * 100_000, "\u00fc\u65e5\u672c\U0001f600", "|", CONTROL, "-", " ", "..",
+                                 "a,b,,", "{}", "%s%n", "../../etc/passwd")]
+
+
+def path_values(opt: OptionSpec) -> list[tuple[str, str]]:
+    dir_like = "dir" in opt.flag.lower() or str(opt.metavar) in ("DIR", "SWEEP") or "directory" in opt.help.lower()
+    if opt.role == "output":  # a --state-dir must hold a state for some commands: a fresh one is "any" there
+        return [("{d}/new_out", "any" if "state" in opt.flag else "valid"), ("/proc/horus-fuzz/x", "invalid"), ("{d}/file/sub", "invalid"),
+                ("", "invalid"), ("{d}/file", "any"), ("{d}/newdir/deeper/x", "any"), ("{d}", "any"),
+                ("/dev/null", "any"), ("x" * 5000, "invalid")]
+    out = [("{d}/missing", "invalid"), ("{d}/empty", "invalid"), ("{d}/random.bin", "invalid"), ("", "invalid"),
+           ("/proc/self/mem", "invalid"), ("/dev/zero", "invalid"), ("x" * 5000, "invalid")]
+    out += [("{d}/file", "invalid"), ("{d}/emptydir", "any")] if dir_like else [("{d}/emptydir", "invalid")]
+    return out
+
+
+def option_values(opt: OptionSpec) -> list[tuple[str | None, str]]:
+    """Every (value, label) the fuzzer tries for ``opt`` (``None``: a flag given / left out)."""
+    if opt.role == "flag":
+        return [(None, "any")]
+    if opt.role == "number":
+        return list(number_values(opt))
+    if opt.role == "choice":
+        assert opt.choices is not None
+        out: list[tuple[str | None, str]] = [(c, "valid") for c in opt.choices]
+        bad = ["nope", "", opt.choices[0].upper() if opt.choices[0].upper() != opt.choices[0] else opt.choices[0] + "x",
+               opt.choices[0] + " "]
+        return out + [(b, "invalid") for b in bad if b not in opt.choices]
+    if opt.role in ("input", "output"):
+        return list(path_values(opt))
+    return list(string_values())
+
+
+def _baseline_for(cmd: CommandSpec) -> Baseline:
+    """The table's baseline, else one made from the tree: required options filled with a declared value."""
+    if cmd.name in BASELINES:
+        return BASELINES[cmd.name]
+    args: dict[str, object] = {}
+    for opt in cmd.options:
+        if not opt.required:
+            continue
+        values = [v for v, label in option_values(opt) if label == "valid" and v is not None]
+        if opt.role == "output":
+            value = "{d}/new_out"
+        elif opt.role == "input":
+            value = "{f}/file"
+        else:
+            value = values[0] if values else "x"
+        args[opt.flag] = [value] if opt.nargs in ("+", "*", argparse.REMAINDER) else value
+    return Baseline(args)
+
+
+def build_argv(cmd: CommandSpec, args: dict[str, object]) -> list[str]:
+    """argv for ``cmd`` from an option -> value mapping (options first, then positionals in parser order)."""
+    argv = list(cmd.path)
+    positionals: list[str] = []
+    by_flag = {o.flag: o for o in cmd.options}
+    for key, value in args.items():
+        opt = by_flag.get(key)
+        if value is None or value is False:
+            continue
+        if opt is not None and opt.positional:
+            continue
+        if value is True:
+            argv.append(key)
+        elif isinstance(value, list):
+            for v in value:
+                argv += [key, str(v)] if not (opt and opt.nargs in ("+", "*")) else [key, *value]
+                if opt and opt.nargs in ("+", "*"):
+                    break
+        else:
+            argv.append(f"{key}={value}" if str(value).startswith("-") else key)
+            if not str(value).startswith("-"):
+                argv.append(str(value))
+    for opt in cmd.options:
+        if opt.positional and opt.flag in args and args[opt.flag] is not None:
+            value = args[opt.flag]
+            values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            if opt.nargs == argparse.REMAINDER:
+                positionals += ["--", *values]
+            else:
+                positionals += (["--"] if values and values[0].startswith("-") and not positionals else []) + values
+    return argv + positionals
+
+
+@dataclass
+class CliCase(Case):
+    command: str = ""
+    option: str = ""
+    value: str = ""
+    expect: str = "ok"
+    copy_state: bool = False
+
+
+def option_case(cmd: CommandSpec, opt: OptionSpec, value: str | None, label: str) -> CliCase:
+    base = _baseline_for(cmd)
+    args = dict(base.args)
+    if opt.role == "flag":  # given on top of the baseline (a baseline's own flags, --no-ray, --once..., stay)
+        args[opt.flag] = True
+    else:
+        args.pop(opt.flag, None)
+        for key in (opt.flag,):
+            args[key] = [value] if opt.nargs in ("+", "*", argparse.REMAINDER) or opt.action == "append" else value
+        for extra_key, extra in base.companions.get((opt.flag, str(value)), {}).items():
+            args[extra_key] = extra
+    files = {"file": b"x", "empty": b"", "random.bin": bytes(random.Random(2).randrange(256) for _ in range(256))}
+    argv = build_argv(cmd, args)
+    case = CliCase(f"cli:{cmd.name}", argv, files, label, f"{opt.flag}={str(value)[:80]!r}" if value is not None
+                   else f"toggle {opt.flag}", command=cmd.name, option=opt.flag,
+                   value="" if value is None else str(value)[:120], expect=base.expect,
+                   copy_state=cmd.name in COPY_STATE)
+    return case
+
+
+def baseline_case(cmd: CommandSpec) -> CliCase:
+    base = _baseline_for(cmd)
+    return CliCase(f"cli:{cmd.name}", build_argv(cmd, dict(base.args)),
+                   {"file": b"x", "empty": b"", "random.bin": b"\x00\xff" * 64}, "valid", "baseline",
+                   command=cmd.name, option="(baseline)", expect=base.expect, copy_state=cmd.name in COPY_STATE)
+
+
+def cli_cases(commands: list[CommandSpec]) -> list[CliCase]:
+    """All derived cases: every value of every option of every command (plus each baseline), in tree order."""
+    cases: list[CliCase] = []
+    for cmd in commands:
+        cases.append(baseline_case(cmd))
+        for opt in cmd.options:
+            for value, label in option_values(opt):
+                cases.append(option_case(cmd, opt, value, label))
+    return cases
+
+
 SURFACES: dict[str, tuple[float, Callable[[random.Random], Case]]] = {
     "trace-horus": (0.2, _horus_case),
     "trace-philly": (0.08, _philly_case),
@@ -735,19 +1291,54 @@ SURFACES: dict[str, tuple[float, Callable[[random.Random], Case]]] = {
     "options": (0.06, _option_case),
     "model-dir": (0.02, _model_dir_case),
     "profile-campaign": (0.02, _campaign_case),
+    "measured-truth": (0.06, _measured_case),
 }
 
 
-def generate(n: int, seed: int, only: str | None = None) -> Iterator[Case]:
+CLI_SHARE = 0.5  # share of cases derived from the argparse tree (the rest: the file-format surfaces above)
+
+
+def generate(n: int, seed: int, only: str | None = None, commands: list[CommandSpec] | None = None,
+             cli_share: float = CLI_SHARE, weights_by_command: dict[str, float] | None = None) -> Iterator[Case]:
+    """``n`` cases, deterministic by ``seed``: a ``cli_share`` of them one option of one command mutated on its
+    baseline (commands in turn, so every command is covered; option and value drawn at random), the rest from
+    the file-format surfaces (``only``: surfaces, or ``cli:<command>``, starting with this name)."""
     rng = random.Random(seed)
     names = [s for s in SURFACES if only is None or s.startswith(only)]
     weights = [SURFACES[s][0] for s in names]
+    cmds = [c for c in (commands or []) if c.options and (only is None or f"cli:{c.name}".startswith(only))]
+    # each command in turn, a slow one (its baseline's seconds, weights_by_command) less often, but at least once
+    wbc = weights_by_command or {}
+    order = [c for c in cmds for _ in range(max(1, round(8 * wbc.get(c.name, 1.0))))]
+    rng.shuffle(order)
+    k = 0
     for _ in range(n):
-        yield SURFACES[rng.choices(names, weights)[0]][1](rng)
+        if order and (not names or rng.random() < cli_share):
+            cmd = order[k % len(order)]
+            k += 1
+            opt = rng.choice(cmd.options)
+            value, label = rng.choice(option_values(opt))
+            yield option_case(cmd, opt, value, label)
+        elif names:
+            yield SURFACES[rng.choices(names, weights)[0]][1](rng)
 
 
 # ----------------------------------------------------------------------------------------------------------
 # running
+
+FIXTURES = Path("/nonexistent")  # the campaign's prepared fixture directory ({f}); set before workers fork
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _normalize(line: str, d: Path) -> str:
+    return line.replace(str(d), "{d}").replace(str(FIXTURES), "{f}")
 
 
 def run_case(case: Case, root: Path) -> dict[str, object]:
@@ -758,8 +1349,14 @@ def run_case(case: Case, root: Path) -> dict[str, object]:
     for name, data in case.files.items():
         (d / name).parent.mkdir(parents=True, exist_ok=True)
         (d / name).write_bytes(data)
+    cli = isinstance(case, CliCase)
+    if cli:
+        (d / "emptydir").mkdir(exist_ok=True)
+        if case.copy_state and (FIXTURES / "state").is_dir():  # type: ignore[union-attr]
+            shutil.copytree(FIXTURES / "state", d / "state")
     before = {p.relative_to(d) for p in d.rglob("*")}
-    argv = [a.replace("{d}", str(d)) for a in case.argv]
+    port = str(_free_port()) if any("{port}" in a for a in case.argv) else ""
+    argv = [a.replace("{d}", str(d)).replace("{f}", str(FIXTURES)).replace("{port}", port) for a in case.argv]
     out, err = io.StringIO(), io.StringIO()
     exc_text = ""
     old_cwd = os.getcwd()
@@ -781,24 +1378,31 @@ def run_case(case: Case, root: Path) -> dict[str, object]:
     stderr = err.getvalue()
     lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
     last = lines[-1] if lines else ""
+    clear = rc == 2 and (last.startswith(("horus: error:", "usage:")) or " error: " in last)
+    same_as_baseline = bool(cli and clear and case.expect == "error"  # type: ignore[union-attr]
+                            and _normalize(last, d) == getattr(case, "expected_message", None))
     if rc is None or "Traceback (most recent call last)" in stderr:
         cls = "traceback"
-    elif rc == 0:
+    elif rc == 0 or same_as_baseline:  # same_as_baseline: got as far as the baseline (past every option check)
         warned = "horus: warning:" in stderr
         if case.label == "invalid" or (case.label == "warn" and not warned):
             cls = "silently_accepted"
         else:
             cls = "accepted"
-    elif rc == 2 and (last.startswith("horus: error:") or " error: " in last or last.startswith("usage:")):
+    elif clear:
         cls = "false_rejection" if case.label == "valid" else "clear_error"
     else:
         cls = "traceback"  # another exit code, or no clear one-line message
         exc_text = exc_text or f"exit {rc}: {last[:200]}"
-    wrote = bool(after - before) and rc != 0
+    wrote = bool(after - before) and rc != 0 and not same_as_baseline
     shutil.rmtree(d, ignore_errors=True)
-    return {"surface": case.surface, "label": case.label, "note": case.note[:200], "class": cls, "rc": rc,
-            "wrote_on_failure": wrote, "message": (exc_text or last)[:300], "wall_s": round(wall, 3),
-            "argv": case.argv[:12]}
+    result: dict[str, object] = {
+        "surface": case.surface, "label": case.label, "note": case.note[:200], "class": cls, "rc": rc,
+        "wrote_on_failure": wrote, "message": _normalize(exc_text or last, d)[:300], "wall_s": round(wall, 3),
+        "argv": [a[:200] for a in case.argv[:24]]}
+    if cli:
+        result.update(command=case.command, option=case.option, value=case.value)  # type: ignore[union-attr]
+    return result
 
 
 def _worker(conn: object, root: str, memory_gib: float) -> None:
@@ -806,6 +1410,10 @@ def _worker(conn: object, root: str, memory_gib: float) -> None:
         limit = int(memory_gib * 2**30)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 1000))
+    os.environ["HOME"] = root  # defaults such as the user data dir land in the campaign's directory
+    os.environ["XDG_DATA_HOME"] = os.path.join(root, "xdg")
+    os.environ.pop("HORUS_STATE_DIR", None)
+    os.environ.pop("HORUS_SERVER", None)
     import horus.cli  # noqa: F401  (import once per worker)
 
     with contextlib.suppress(ImportError):  # warm worker: torch's import (seconds) is not charged to one case
@@ -819,11 +1427,12 @@ def _worker(conn: object, root: str, memory_gib: float) -> None:
 
 
 class Pool:
-    """Workers fed one case at a time; a case that takes longer than ``timeout`` kills its worker."""
+    """Workers fed one case at a time; a case that takes longer than ``timeout`` kills its worker (a server
+    command's case gets ``serve_timeout``: running that long counts as started, i.e. exit 0)."""
 
-    def __init__(self, workers: int, root: Path, timeout: float, memory_gib: float) -> None:
+    def __init__(self, workers: int, root: Path, timeout: float, memory_gib: float, serve_timeout: float = 6.0) -> None:
         self.ctx = mp.get_context("fork")
-        self.root, self.timeout, self.memory_gib = root, timeout, memory_gib
+        self.root, self.timeout, self.memory_gib, self.serve_timeout = root, timeout, memory_gib, serve_timeout
         self.slots = [self._spawn() for _ in range(workers)]
 
     def _spawn(self) -> dict[str, object]:
@@ -858,17 +1467,26 @@ class Pool:
                         continue
                     except EOFError:
                         pass
+                case: Case = slot["case"]  # type: ignore[assignment]
+                serve = getattr(case, "expect", "") == "serve"
                 dead = not proc.is_alive()  # type: ignore[attr-defined]
-                late = time.monotonic() - float(slot["since"]) > self.timeout  # type: ignore[arg-type]
+                late = time.monotonic() - float(slot["since"]) > (self.serve_timeout if serve else self.timeout)  # type: ignore[arg-type]
                 if dead or late:
-                    case: Case = slot["case"]  # type: ignore[assignment]
                     proc.kill()  # type: ignore[attr-defined]
                     proc.join()  # type: ignore[attr-defined]
                     why = "timeout" if late else f"worker died (exit {proc.exitcode})"  # type: ignore[attr-defined]
-                    on_result({"surface": case.surface, "label": case.label, "note": case.note[:200],
-                               "class": "hang", "rc": None, "wrote_on_failure": False, "message": why,
-                               "wall_s": round(time.monotonic() - float(slot["since"]), 3),  # type: ignore[arg-type]
-                               "argv": case.argv[:12]})
+                    cls = "hang"
+                    if serve and late:  # a server still running: it started
+                        cls = "silently_accepted" if case.label == "invalid" else "accepted"
+                        why = "server started (still running)"
+                    result: dict[str, object] = {
+                        "surface": case.surface, "label": case.label, "note": case.note[:200], "class": cls,
+                        "rc": None, "wrote_on_failure": False, "message": why,
+                        "wall_s": round(time.monotonic() - float(slot["since"]), 3),  # type: ignore[arg-type]
+                        "argv": [a[:200] for a in case.argv[:24]]}
+                    if isinstance(case, CliCase):
+                        result.update(command=case.command, option=case.option, value=case.value)
+                    on_result(result)
                     self.slots[i] = self._spawn()
 
     def close(self) -> None:
@@ -878,9 +1496,172 @@ class Pool:
             except (BrokenPipeError, OSError):
                 pass
             slot["proc"].join(timeout=5)  # type: ignore[attr-defined]
+            if slot["proc"].is_alive():  # type: ignore[attr-defined]
+                slot["proc"].kill()  # type: ignore[attr-defined]
 
 
 CLASSES = ("clear_error", "traceback", "hang", "silently_accepted", "accepted", "false_rejection")
+
+
+FINDING_CLASSES = ("traceback", "hang", "silently_accepted", "false_rejection")
+
+
+def tree_summary(commands: list[CommandSpec]) -> dict[str, object]:
+    """What the tree declares: commands, options per command, the options without a declared domain."""
+    without = [f"{c.name} {o.flag}" for c in commands for o in c.options if o.role == "number" and o.domain is None]
+    return {"commands": [c.name for c in commands],
+            "options": sum(len(c.options) for c in commands),
+            "numeric_options": sum(1 for c in commands for o in c.options if o.role == "number"),
+            "options_with_domain": sorted(f"{c.name} {o.flag}" for c in commands for o in c.options
+                                          if o.domain is not None),
+            "options_without_domain": without,
+            "pass_through": {c.name: (c.inner_gap or f"inner parser read: {len(c.options)} options")
+                             for c in commands if c.pass_through},
+            "commands_without_baseline": [c.name for c in commands if c.name not in BASELINES],
+            "tree": {c.name: [o.describe() for o in c.options] for c in commands}}
+
+
+def _package_snapshot() -> dict[str, tuple[int, int]]:
+    import horus
+
+    root = Path(horus.__file__).resolve().parent
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _restore_package_data(saved: dict[Path, bytes]) -> None:
+    """Put back the package's data files a case overwrote (e.g. ``truth fit --write-params ''``: a finding)."""
+    for path, data in saved.items():
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+
+
+def group_failures(results: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Distinct failures: (surface or command, option, class, message) with a count and one example value."""
+    groups: dict[tuple[str, ...], dict[str, object]] = {}
+    for r in results:
+        if r["class"] not in FINDING_CLASSES and not r["wrote_on_failure"]:
+            continue
+        cls = str(r["class"]) + ("+wrote_on_failure" if r["wrote_on_failure"] else "")
+        message = str(r["message"])
+        if r["class"] in ("silently_accepted", "false_rejection"):
+            message = message if r["class"] == "false_rejection" else ""
+        key = (str(r.get("command") or r["surface"]), str(r.get("option", "")), cls, message[:160])
+        g = groups.setdefault(key, {"where": key[0], "option": key[1], "class": cls, "message": key[3],
+                                    "count": 0, "values": [], "example_argv": r["argv"]})
+        g["count"] = int(g["count"]) + 1  # type: ignore[call-overload]
+        value = str(r.get("value", r["note"]))[:60]
+        if value not in g["values"] and len(g["values"]) < 6:  # type: ignore[arg-type,operator]
+            g["values"].append(value)  # type: ignore[union-attr]
+    return sorted(groups.values(), key=lambda g: (str(g["class"]), str(g["where"]), str(g["option"])))
+
+
+def run_campaign(cases: int, seed: int = 0, workers: int = 2, timeout: float = 60.0, memory_gib: float = 6.0,
+                 only: str | None = None, commands: list[CommandSpec] | None = None, cli_share: float = CLI_SHARE,
+                 serve_timeout: float = 6.0, live: io.TextIOBase | None = None, examples: int = 3,
+                 progress: bool = True, exhaustive: bool = False) -> dict[str, object]:
+    """Run a campaign; returns the report (see ``main``). ``commands``: the CLI tree (default: ``cli_tree()``);
+    ``exhaustive``: instead of ``cases`` sampled ones, every value of every option of ``commands`` once."""
+    global FIXTURES
+    commands = cli_tree() if commands is None else commands
+    results: list[dict[str, object]] = []
+    start = time.time()
+    snapshot = _package_snapshot()
+    import horus
+
+    saved = {p: p.read_bytes() for p in (Path(horus.__file__).resolve().parent / "data").glob("*") if p.is_file()}
+
+    def on_result(result: dict[str, object]) -> None:
+        results.append(result)
+        if live is not None and (result["class"] in FINDING_CLASSES or result["wrote_on_failure"]):
+            live.write(json.dumps(result, default=str) + "\n")
+            live.flush()
+        if progress and len(results) % 500 == 0:
+            print(f"{len(results)} cases, {time.time() - start:.0f} s: "
+                  f"{dict(Counter(r['class'] for r in results))}", file=sys.stderr, flush=True)
+
+    baselines: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory(prefix="horus-fuzz-") as root:
+        FIXTURES = Path(root) / "fixtures"
+        setup_failed = prepare_fixtures(FIXTURES, commands)
+        cases_root = Path(root) / "cases"
+        cases_root.mkdir()
+        pool = Pool(workers, cases_root, timeout, memory_gib, serve_timeout)
+        try:
+            # 1. each command's baseline: must reach its expected outcome, else its "valid" cases become "any"
+            base_cases = [baseline_case(c) for c in commands if c.options and
+                          (only is None or f"cli:{c.name}".startswith(only))]
+            base_results: list[dict[str, object]] = []
+            pool.run(iter(base_cases), base_results.append)
+            for case, r in zip(base_cases, _match(base_cases, base_results)):
+                want = {"ok": "accepted", "serve": "accepted", "error": "false_rejection"}[case.expect]
+                good = r["class"] == want and (case.expect != "error" or "horus: error:" in str(r["message"]))
+                baselines[case.command] = {"expect": case.expect, "class": r["class"], "ok": good,
+                                           "message": r["message"], "wall_s": r["wall_s"]}
+            broken = {c for c, b in baselines.items() if not b["ok"]}
+            weights = {c: min(1.0, max(0.25, 1.0 / max(float(b["wall_s"]), 1e-3)))  # type: ignore[arg-type]
+                       for c, b in baselines.items()}
+            expected = {c: b["message"] for c, b in baselines.items() if b["expect"] == "error"}
+
+            def adjusted() -> Iterator[Case]:
+                stream = iter(cli_cases(commands)) if exhaustive else generate(cases, seed, only, commands, cli_share,
+                                                                                  weights)
+                for case in stream:
+                    if isinstance(case, CliCase):
+                        case.expected_message = expected.get(case.command)  # type: ignore[attr-defined]
+                        if case.command in broken and case.label == "valid":
+                            case.label, case.note = "any", case.note + " (baseline failed)"
+                    yield case
+
+            pool.run(adjusted(), on_result)
+        finally:
+            pool.close()
+    after = _package_snapshot()
+    _restore_package_data(saved)
+    changed = sorted(k for k in set(snapshot) | set(after) if snapshot.get(k) != after.get(k))
+    totals = Counter(r["class"] for r in results)
+    per_surface: dict[str, Counter] = {}
+    for r in results:
+        per_surface.setdefault(str(r["surface"]), Counter())[str(r["class"])] += 1
+    findings: dict[str, list[dict[str, object]]] = {}
+    for r in results:
+        if r["class"] in FINDING_CLASSES or r["wrote_on_failure"]:
+            key = f"{r['surface']}/{r['class']}" + ("/wrote_on_failure" if r["wrote_on_failure"] else "")
+            if len(findings.setdefault(key, [])) < examples:
+                findings[key].append(r)
+    summary = tree_summary(commands)
+    covered = Counter(str(r["command"]) for r in results if r.get("command"))
+    options_covered = {(str(r["command"]), str(r["option"])) for r in results if r.get("command")}
+    return {
+        "cases": len(results), "seed": seed, "workers": workers, "timeout_s": timeout, "serve_timeout_s": serve_timeout,
+        "memory_gib": memory_gib, "wall_s": round(time.time() - start, 1),
+        "totals": {c: totals.get(c, 0) for c in CLASSES},
+        "wrote_on_failure": sum(1 for r in results if r["wrote_on_failure"]),
+        "package_files_changed": changed,
+        "labels": dict(Counter(str(r["label"]) for r in results)),
+        "cli": {"commands": len(summary["commands"]),  # type: ignore[arg-type]
+                "options": summary["options"], "cases_per_command": dict(sorted(covered.items())),
+                "options_fuzzed": len(options_covered),
+                "options_not_reached": sorted(f"{c.name} {o.flag}" for c in commands for o in c.options
+                                              if (c.name, o.flag) not in options_covered)},
+        "options_without_domain": summary["options_without_domain"],
+        "options_with_domain": summary["options_with_domain"],
+        "pass_through": summary["pass_through"],
+        "commands_without_baseline": summary["commands_without_baseline"],
+        "setup_failed": setup_failed, "baselines": baselines,
+        "per_surface": {s: {c: n for c, n in sorted(counts.items())} for s, counts in sorted(per_surface.items())},
+        "wall_s_per_surface": {s: round(sum(float(r["wall_s"]) for r in results if r["surface"] == s), 1)
+                               for s in sorted(per_surface)},
+        "distinct_failures": group_failures(results),
+        "findings": findings,
+        "platform": platform.platform(), "python": sys.version.split()[0],
+    }
+
+
+def _match(cases: list[CliCase], results: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Results in the order of ``cases`` (workers answer out of order)."""
+    by_command = {str(r["command"]): r for r in results}
+    return [by_command[c.command] for c in cases]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -889,62 +1670,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per case before it counts as a hang")
+    parser.add_argument("--serve-timeout", type=float, default=6.0,
+                        help="seconds a server command may run before it counts as started (accepted)")
     parser.add_argument("--memory-gib", type=float, default=6.0, help="address-space limit per worker (0: none)")
-    parser.add_argument("--only", help="only surfaces starting with this name")
+    parser.add_argument("--only", help="only surfaces starting with this name (cli:<command> for one command)")
+    parser.add_argument("--cli-share", type=float, default=CLI_SHARE,
+                        help="share of cases derived from the argparse tree (default 0.5)")
+    parser.add_argument("--tree", action="store_true", help="print the CLI tree the fuzzer derives cases from; exit")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/fuzz_inputs.json"))
     parser.add_argument("--examples", type=int, default=3, help="examples kept per (surface, class) of a finding")
     args = parser.parse_args(argv)
-
-    results: list[dict[str, object]] = []
-    start = time.time()
+    if args.tree:
+        print(json.dumps(tree_summary(cli_tree()), indent=1, default=str))
+        return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    live = args.out.with_suffix(".findings.jsonl").open("w")  # findings as they happen (long runs)
-
-    def on_result(result: dict[str, object]) -> None:
-        results.append(result)
-        if result["class"] in ("traceback", "hang", "silently_accepted", "false_rejection") \
-                or result["wrote_on_failure"]:
-            live.write(json.dumps(result, default=str) + "\n")
-            live.flush()
-        if len(results) % 500 == 0:
-            print(f"{len(results)} cases, {time.time() - start:.0f} s: "
-                  f"{dict(Counter(r['class'] for r in results))}", file=sys.stderr, flush=True)
-
-    with tempfile.TemporaryDirectory(prefix="horus-fuzz-") as root:
-        pool = Pool(args.workers, Path(root), args.timeout, args.memory_gib)
-        try:
-            pool.run(generate(args.cases, args.seed, args.only), on_result)
-        finally:
-            pool.close()
-
-    live.close()
-    totals = Counter(r["class"] for r in results)
-    per_surface: dict[str, Counter] = {}
-    for r in results:
-        per_surface.setdefault(str(r["surface"]), Counter())[str(r["class"])] += 1
-    findings: dict[str, list[dict[str, object]]] = {}
-    for r in results:
-        if r["class"] in ("traceback", "hang", "silently_accepted", "false_rejection") or r["wrote_on_failure"]:
-            key = f"{r['surface']}/{r['class']}" + ("/wrote_on_failure" if r["wrote_on_failure"] else "")
-            if len(findings.setdefault(key, [])) < args.examples:
-                findings[key].append(r)
-    report = {
-        "command": " ".join(["python", "benchmarks/fuzz_inputs.py", *(argv if argv is not None else sys.argv[1:])]),
-        "cases": len(results), "seed": args.seed, "workers": args.workers, "timeout_s": args.timeout,
-        "memory_gib": args.memory_gib, "wall_s": round(time.time() - start, 1),
-        "totals": {c: totals.get(c, 0) for c in CLASSES},
-        "wrote_on_failure": sum(1 for r in results if r["wrote_on_failure"]),
-        "labels": dict(Counter(str(r["label"]) for r in results)),
-        "per_surface": {s: {c: n for c, n in sorted(counts.items())} for s, counts in sorted(per_surface.items())},
-        "wall_s_per_surface": {s: round(sum(float(r["wall_s"]) for r in results if r["surface"] == s), 1)
-                               for s in sorted(per_surface)},
-        "distinct_tracebacks": sorted({str(r["message"]) for r in results if r["class"] == "traceback"})[:100],
-        "findings": findings,
-        "platform": platform.platform(), "python": sys.version.split()[0],
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.with_suffix(".findings.jsonl").open("w") as live:  # findings as they happen (long runs)
+        report = run_campaign(args.cases, args.seed, args.workers, args.timeout, args.memory_gib, args.only,
+                              cli_share=args.cli_share, serve_timeout=args.serve_timeout, live=live,
+                              examples=args.examples)
+    report = {"command": " ".join(["python", "benchmarks/fuzz_inputs.py",
+                                   *(argv if argv is not None else sys.argv[1:])]), **report}
     args.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
-    print(json.dumps({k: report[k] for k in ("cases", "wall_s", "totals", "wrote_on_failure")}))
+    print(json.dumps({k: report[k] for k in ("cases", "wall_s", "totals", "wrote_on_failure",
+                                             "package_files_changed")}))
     return 0
 
 
