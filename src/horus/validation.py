@@ -172,25 +172,31 @@ class NumberArg:
 
 
 def read_input_bytes(path: str | Path, what: str, max_bytes: int = MAX_TABLE_BYTES) -> bytes:
-    """Bytes of ``path`` (a regular file of at most ``max_bytes``); ``what`` names the expected content."""
+    """Bytes of ``path`` (a regular file of at most ``max_bytes``); ``what`` names the expected content.
+    A directory, device, pipe or socket (``/dev/zero``, ``/dev/stdin``) is refused before reading."""
+    import stat
+
     source = str(path)
     p = Path(path)
     try:
         info = p.stat()
     except FileNotFoundError:
-        raise HorusInputError(source, f"file not found (expected {what})") from None
-    except OSError as exc:
-        raise HorusInputError(source, f"cannot read file ({exc.strerror or exc})") from None
-    if p.is_dir():
+        raise HorusInputError(source[:200], f"file not found (expected {what})") from None
+    except (OSError, ValueError) as exc:  # ENAMETOOLONG, ELOOP, EACCES...; ValueError: a NUL byte
+        raise HorusInputError(source[:200], f"cannot read file ({getattr(exc, 'strerror', None) or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
         raise HorusInputError(source, f"is a directory (expected {what})")
+    if not stat.S_ISREG(info.st_mode):
+        raise HorusInputError(source, f"is not a regular file (a device, pipe or socket; expected {what})")
     if info.st_size > max_bytes:
         raise HorusInputError(source, f"file is {info.st_size / MIB:,.1f} MiB, above the {max_bytes / MIB:,.0f} MiB "
                                       f"limit for {what}")
     try:
-        data = p.read_bytes()
+        with p.open("rb") as handle:
+            data = handle.read(max_bytes + 1)
     except OSError as exc:
         raise HorusInputError(source, f"cannot read file ({exc.strerror or exc})") from None
-    if len(data) > max_bytes:  # a device or a growing file
+    if len(data) > max_bytes:  # a growing file
         raise HorusInputError(source, f"more than {max_bytes / MIB:,.0f} MiB (the limit for {what})")
     return data
 
@@ -352,23 +358,43 @@ def load_yaml(path: str | Path, what: str, max_bytes: int = MAX_CONFIG_BYTES) ->
 # --- outputs -----------------------------------------------------------------------------------------
 
 
+def _exists(path: Path, option: str) -> bool:
+    """``path.exists()``, with a clear error where the path itself is unusable (too long, a loop, a NUL byte)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError) as exc:
+        raise HorusInputError(option, f"{str(path)[:200]}: unusable path "
+                                      f"({getattr(exc, 'strerror', None) or exc})") from None
+
+
 def check_output_path(path: Path, option: str, *, directory: bool = True) -> None:
     """Fail before any work when ``path`` cannot be written: it lies under a file (or is one where a directory
-    should go), a directory stands where a file should go, or its nearest existing parent is not writable."""
+    should go), a directory stands where a file should go, the path is unusable (too long), or its nearest
+    existing directory does not let a file be created there (probed with a temporary file: ``os.access`` says
+    writable to root where it is not, e.g. ``/proc/x`` or a read-only mount)."""
     import os
+    import tempfile
 
-    if path.exists():
+    if _exists(path, option):
         if directory and not path.is_dir():
             raise HorusInputError(option, f"{path} exists and is not a directory; expected a directory to write into")
         if not directory and path.is_dir():
             raise HorusInputError(option, f"{path} is a directory; expected a file path")
+    if len(os.fsencode(path.name)) > 255 or len(os.fsencode(str(path.absolute()))) > 4095:
+        raise HorusInputError(option, f"{str(path)[:200]}...: path too long")
     parent = path if path.is_dir() else path.parent  # an existing file (directory=False) is replaced in its parent
-    while not parent.exists() and parent != parent.parent:
+    while not _exists(parent, option) and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
         raise HorusInputError(option, f"{path}: {parent} is a file, so nothing can be created under it")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise HorusInputError(option, f"{path}: {parent} is not writable")
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".horus-probe-", dir=parent)
+    except OSError as exc:
+        raise HorusInputError(option, f"{path}: cannot write in {parent} ({exc.strerror or exc})") from None
+    os.close(handle)
+    os.unlink(probe)
 
 
 class OutputDir:
@@ -415,27 +441,13 @@ def path_arg(text: str) -> Path:
 
 
 def check_writable(path: Path, option: str, *, directory: bool = True) -> None:
-    """:func:`check_output_path`, then a real probe: a temporary file is created and removed in the nearest
-    existing directory, so what ``os.access`` reports writable to root but is not (``/proc/x``, a read-only
-    mount) fails before any work."""
-    import os
-    import tempfile
-
+    """:func:`check_output_path` (kept as a name: it probes writability with a temporary file too)."""
     check_output_path(path, option, directory=directory)
-    parent = path if path.is_dir() else path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    try:
-        handle, probe = tempfile.mkstemp(prefix=".horus-probe-", dir=parent)
-    except OSError as exc:
-        raise HorusInputError(option, f"{path}: cannot write in {parent} ({exc.strerror or exc})") from None
-    os.close(handle)
-    os.unlink(probe)
 
 
 def check_input_path(path: Path, option: str, what: str, *, directory: bool = False) -> None:
     """HorusInputError unless ``path`` exists and is a file (``directory``: a directory), before any work."""
-    if not path.exists():
+    if not _exists(path, option):
         raise HorusInputError(option, f"{path}: {'no such directory' if directory else 'file not found'} "
                                       f"(expected {what})")
     if directory and not path.is_dir():
@@ -447,10 +459,11 @@ def check_input_path(path: Path, option: str, what: str, *, directory: bool = Fa
 def read_secret(path: str | Path, source: str, *, min_chars: int = 16, hint: str = "") -> str:
     """A token or credential kept in a file: printable ASCII without spaces, at least ``min_chars`` long
     (surrounding whitespace stripped). Errors name ``source`` (an option or the file) in one line."""
+    raw = read_input_bytes(path, "a token file", max_bytes=64 * KIB)
     try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise HorusInputError(source, f"cannot read {path}: {exc}") from None
+        token = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise HorusInputError(source, f"{path}: a token is printable ASCII without spaces") from None
     if len(token) < min_chars:
         raise HorusInputError(source, f"{path} holds {len(token)} characters; a token needs at least {min_chars}"
                                       f"{hint}")
