@@ -369,6 +369,12 @@ def check_output_path(path: Path, option: str, *, directory: bool = True) -> Non
         raise HorusInputError(option, f"{path}: {parent} is a file, so nothing can be created under it")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise HorusInputError(option, f"{path}: {parent} is not writable")
+    import tempfile
+
+    try:  # access() says yes to root everywhere, and /proc or /sys refuse new entries anyway: try one
+        os.rmdir(tempfile.mkdtemp(prefix=".horus-probe-", dir=parent))
+    except OSError as exc:
+        raise HorusInputError(option, f"{path}: cannot create anything in {parent} ({exc.strerror or exc})") from None
 
 
 class OutputDir:
