@@ -39,7 +39,7 @@ def test_train_then_predict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     [
         ["predict", "resnet50", "--batch", "32", "--gpu", "Voodoo"],
         ["predict", "no_such_net", "--batch", "32", "--gpu", "V100"],
-        ["predict", "resnet50", "--batch", "0", "--gpu", "V100"],
+        ["predict", "resnet50", "--batch", "32", "--gpu", "V100|A100-80GB"],
         ["predictor", "evaluate", "missing.csv"],
         ["predictor", "evaluate", str(FIXTURE), "--candidates", "gpt5"],
     ],

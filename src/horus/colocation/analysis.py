@@ -69,6 +69,11 @@ def pairwise_ranking_accuracy(x: Sequence[float], y: Sequence[float], tol: float
 def rank_correlations(x: Sequence[float], y: Sequence[float]) -> dict[str, float]:
     from scipy import stats
 
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:  # a constant side ranks nothing: NaN, said so in the text
+        nan = float("nan")
+        return {"spearman": nan, "spearman_p": nan, "kendall": nan, "kendall_p": nan,
+                "pairwise_accuracy": pairwise_ranking_accuracy(x, y)}
     spearman = stats.spearmanr(x, y)
     kendall = stats.kendalltau(x, y)
     return {"spearman": float(spearman.statistic), "spearman_p": float(spearman.pvalue),

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
+from horus.validation import Domain, NumberArg
+
+TOP = Domain(0, 1000, True, "sets")
+DEFAULT_GPU, DEFAULT_PROXY = "v100", "pressure"
+MIN_DISTINCT_X = 3  # the hinge curve has three free parameters (intercept, two slopes) besides its knee
 
 
 def register(subparsers: Any) -> None:
     colocation = subparsers.add_parser("colocation", help="analyse co-location measurements")
     nested = colocation.add_subparsers(dest="colocation_command", metavar="{analyze}", required=True)
     analyze = nested.add_parser("analyze", help="fit and report summed utilization vs slowdown")
-    analyze.add_argument("data", nargs="?", type=Path, help="our co-location dataset (colocation.csv/.parquet)")
-    analyze.add_argument("--solo", type=Path, help="solo dataset for members' utilization (default: the column)")
-    analyze.add_argument("--gavel", type=Path, help="Gavel simulation_throughputs.json (analysed, or compared with)")
-    analyze.add_argument("--gpu", default="v100", help="Gavel GPU type (default v100)")
-    analyze.add_argument("--proxy", default="pressure", help="utilization proxy for Gavel: pressure or mfu")
-    analyze.add_argument("--top", type=int, default=5, help="largest residuals to list")
+    analyze.add_argument("data", nargs="?", help="our co-location dataset (colocation.csv/.parquet)")
+    analyze.add_argument("--solo", help="solo dataset for members' utilization (default: the column)")
+    analyze.add_argument("--gavel", help="Gavel simulation_throughputs.json (analysed, or compared with)")
+    analyze.add_argument("--gpu", default=None, help=f"Gavel GPU type (default {DEFAULT_GPU})")
+    analyze.add_argument("--proxy", default=None, help=f"utilization proxy for Gavel: pressure or mfu "
+                                                       f"(default {DEFAULT_PROXY})")
+    analyze.add_argument("--top", type=NumberArg(TOP), default=5, help="largest residuals to list (default 5)")
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
     analyze.set_defaults(func=_analyze)
 
@@ -34,8 +39,21 @@ def _analyze(args: argparse.Namespace) -> int:
 
     if args.data is None and args.gavel is None:
         raise HorusInputError("horus colocation analyze", "give a co-location dataset DATA and/or --gavel PATH")
-    if not 0 <= args.top <= 1000:
-        raise HorusInputError("--top", f"expected an integer in [0, 1,000], got {args.top}")
+    if not TOP.contains(args.top):
+        raise HorusInputError("--top", f"expected {TOP.describe()}, got {args.top!r}")
+    for option, path in (("DATA", args.data), ("--solo", args.solo), ("--gavel", args.gavel)):
+        if path is not None and not path.strip():
+            raise HorusInputError(option, f"expected a file path, got {path!r}")
+    ignored = {"--solo": args.solo is not None and args.data is None,  # would be ignored: errors, not no-ops
+               "--gpu": args.gpu is not None and args.gavel is None,
+               "--proxy": args.proxy is not None and (args.gavel is None or args.data is not None)}
+    for option, bad in ignored.items():
+        if bad:
+            raise HorusInputError(option, {"--solo": "is read only with a co-location dataset DATA",
+                                           "--gpu": "is read only with --gavel PATH",
+                                           "--proxy": "is read only when --gavel PATH is analysed without DATA"}[option])
+    args.gpu = args.gpu or DEFAULT_GPU
+    args.proxy = args.proxy or DEFAULT_PROXY
     if args.proxy not in GAVEL_PROXIES:
         raise HorusInputError("--proxy", f"unknown utilization proxy {args.proxy!r}; known: {', '.join(GAVEL_PROXIES)}")
     gavel = None
@@ -50,6 +68,7 @@ def _analyze(args: argparse.Namespace) -> int:
         if sets["summed_util"].notna().sum() < 4:
             raise HorusInputError(str(args.data), "fewer than 4 ok sets with members' solo utilization "
                                   "(solo_util_mean column or --solo FILE)")
+        _check_spread(sets, str(args.data), "summed solo utilization")
         report = analyze(sets, top=args.top)
         report["source"] = str(args.data)
         if gavel is not None:
@@ -60,8 +79,18 @@ def _analyze(args: argparse.Namespace) -> int:
         if usable < 4:
             raise HorusInputError(str(args.gavel), f"{usable} usable co-located pairs on {args.gpu} (both jobs "
                                                    f"measured alone, positive throughputs); the analysis needs 4")
+        _check_spread(sets, str(args.gavel), f"proxy '{args.proxy}'")
         report = analyze(sets, top=args.top, x_label=f"Gavel proxy '{args.proxy}': {proxy_text}")
         report["source"] = f"{args.gavel} ({args.gpu}, sha256 {gavel.sha256[:12]}; quirks {gavel.quirks})"
         report["notes"] = {"pairs": "both orders of a pair averaged; zero pairs dropped by the loader"}
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
+
+
+def _check_spread(sets: Any, source: str, x_name: str) -> None:
+    """The hinge fit has three parameters: it needs at least three distinct x values among the usable sets."""
+    usable = sets.dropna(subset=["summed_util", "slowdown"])
+    distinct = usable["summed_util"].round(12).nunique()
+    if distinct < MIN_DISTINCT_X:
+        raise HorusInputError(source, f"the {len(usable)} usable sets have {distinct} distinct value(s) of {x_name}; "
+                                      f"fitting the hinge curve needs at least {MIN_DISTINCT_X}")

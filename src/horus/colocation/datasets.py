@@ -52,7 +52,7 @@ def load_coloc(path: str | Path) -> Any:
     normalized = frame["normalized_throughput"].astype(float)
     check((frame["status"] == "ok") & ~np.isfinite(normalized), "normalized_throughput",
           lambda r: "a measured (status ok) member needs a finite normalized throughput, got "
-                    f"{frame['normalized_throughput'].iloc[r]!r}")
+                    + ("an empty cell" if np.isnan(normalized.iloc[r]) else f"{normalized.iloc[r]:g}"))
     return frame
 
 

@@ -7,14 +7,17 @@ import json
 from typing import Any
 
 from horus.catalog import FEATURE_NAMES
+from horus.validation import NumberArg
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("features", help="graph features of a model (needs torch)",
                                    description=__doc__.splitlines()[0])
     parser.add_argument("model", help="zoo name (e.g. resnet50), package.module:factory, or path/to/model.onnx")
-    parser.add_argument("--batch", type=int, required=True, help="batch size")
-    parser.add_argument("--input-size", type=int, default=None, help="image side / sequence length (zoo default)")
+    parser.add_argument("--batch", type=NumberArg("batch_size"), required=True, help="batch size")
+    parser.add_argument("--input-size", type=NumberArg("input_size"), default=None,
+                        help="image side / sequence length (zoo default; image models have a minimum, "
+                             "horus.graph.input_sizes)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(func=run_features)
 
@@ -44,7 +47,9 @@ def features_for(model: str, batch: int, input_size: int | None) -> dict[str, An
         size = input_size if input_size is not None else int(inputs[0].shape[-1]) if inputs[0].dim() else 0
         return extract_features(module, inputs, batch_size=batch, input_size=size, source=model)
     from horus.graph.extract import extract_zoo_features
+    from horus.graph.input_sizes import check_input_size
 
+    check_input_size(model, input_size, "--input-size")
     return extract_zoo_features(model, batch, input_size)
 
 

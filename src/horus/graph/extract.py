@@ -179,8 +179,10 @@ def graph_stats(ep: torch.export.ExportedProgram) -> tuple[dict[str, int], int]:
 
 @contextlib.contextmanager
 def _quiet_export() -> Iterator[None]:
-    """Silence torch.export's graph dumps and attribute warnings (failures are re-raised as one line)."""
-    loggers = [logging.getLogger(n) for n in ("torch.fx.experimental.symbolic_shapes", "torch.export", "torch._export")]
+    """Silence torch.export's graph dumps, attribute warnings and FakeTensor's logged tracebacks (failures are
+    re-raised as one line)."""
+    loggers = [logging.getLogger(n) for n in ("torch.fx.experimental.symbolic_shapes", "torch.export", "torch._export",
+                                                "torch._subclasses.fake_tensor")]  # its meta failures: tracebacks
     levels = [lg.level for lg in loggers]
     for lg in loggers:
         lg.setLevel(logging.ERROR + 10)

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
+from horus.validation import NumberArg
 
 DEFAULT_OUT = "learned-predictor"
+DEFAULT_FOLDS = 5
 
 
 def register(subparsers: Any) -> None:
@@ -19,8 +21,10 @@ def register(subparsers: Any) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("data", metavar="DATA", nargs="?" if p.prog.endswith("evaluate") else None,
                        help="profile table (Parquet or CSV, horus.profiling.schema)")
-        p.add_argument("--seed", type=int, default=0, help="seed of k-fold shuffling and the models (default 0)")
-        p.add_argument("--folds", type=int, default=5, help="k of k-fold cross-validation (default 5)")
+        p.add_argument("--seed", type=NumberArg("seed"), default=0,
+                       help="seed of k-fold shuffling and the models (default 0)")
+        p.add_argument("--folds", type=NumberArg("folds"), default=None,
+                       help=f"k of k-fold cross-validation (default {DEFAULT_FOLDS})")
         p.add_argument("--candidates", default=None,
                        help="comma-separated candidates (default: all available; see docs/predictors.md)")
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -44,7 +48,7 @@ def register(subparsers: Any) -> None:
     calibrate.add_argument("--reference", metavar="DIR", required=True,
                            help="public measurements laid out like ../shared/data")
     calibrate.add_argument("--datasets", default=None, help="comma-separated subset of gavel,zeus,pollux,gpumemnet")
-    calibrate.add_argument("--seed", type=int, default=0, help="seed of the fit's row subsampling (default 0)")
+    calibrate.add_argument("--seed", type=NumberArg("seed"), default=0, help="seed of the fit's row subsampling (default 0)")
     calibrate.add_argument("--out", default=None,
                            help="JSON file to write (default: print; the shipped file is "
                                 "src/horus/data/physical_params.json)")
@@ -52,7 +56,7 @@ def register(subparsers: Any) -> None:
 
     predict = subparsers.add_parser("predict", help="predict a job's solo util / memory / iteration time")
     predict.add_argument("model", metavar="MODEL", help="catalog model name, e.g. resnet50")
-    predict.add_argument("--batch", type=int, required=True, help="per-GPU batch size")
+    predict.add_argument("--batch", type=NumberArg("batch_size"), required=True, help="per-GPU batch size")
     predict.add_argument("--gpu", required=True, help="GPU type preset (V100, A100-80GB, H100, ...)")
     predict.add_argument("--predictor-dir", default=None,
                          help="learned model directory (default: the --predictor registered predictor)")
@@ -102,6 +106,7 @@ def run_reference_evaluate(args: argparse.Namespace) -> int:
             raise HorusInputError("--candidates",
                                   f"expected names from {', '.join(CANDIDATES)}, got {args.candidates!r}")
     datasets = _datasets(args.datasets)
+    _check_reference(args)
     rows = load_measurements(args.reference, datasets)
     scores = evaluate(rows, candidates=candidates, seed=args.seed,
                       progress=lambda msg: print(msg, file=sys.stderr, flush=True))
@@ -127,6 +132,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from horus.predict.measurements import load_measurements, source_files
 
     datasets = _datasets(args.datasets)
+    _check_reference(args)
     rows = load_measurements(args.reference, datasets)
     params = calibrate(rows, seed=args.seed)
     from dataclasses import replace
@@ -148,18 +154,39 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_reference(args: argparse.Namespace) -> None:
+    """``--reference DIR`` exists and ``--out FILE`` can be written, before any measurement is read."""
+    from horus.validation import check_option, check_output_path
+
+    check_option("--seed", args.seed, "seed")
+    if not Path(args.reference).is_dir():
+        raise HorusInputError("--reference", f"{args.reference}: not a directory (expected ../shared/data's layout)")
+    if args.out is not None:
+        check_output_path(Path(args.out), "--out", directory=False)
+
+
 def _check(args: argparse.Namespace) -> None:
     from horus.validation import check_option
 
     check_option("--seed", args.seed, "seed")
     check_option("--folds", args.folds, "folds")
+    if args.folds is None:
+        args.folds = DEFAULT_FOLDS
+    if not isinstance(args.data, str) or not args.data.strip():
+        raise HorusInputError("DATA", f"expected a profile table (.csv, .parquet or .jsonl), got {args.data!r}")
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.reference is not None:
+        for option, value in (("DATA", args.data), ("--folds", args.folds)):
+            if value is not None:  # would be ignored: an error, not a silent no-op
+                raise HorusInputError(option, "is not read with --reference DIR (give one or the other)")
         return run_reference_evaluate(args)
     if args.data is None:
         raise HorusInputError("horus predictor evaluate", "give a profile table DATA or --reference DIR")
+    for option, value in (("--datasets", args.datasets), ("--out", args.out)):
+        if value is not None:  # would be ignored: an error, not a silent no-op
+            raise HorusInputError(option, "is read only with --reference DIR")
     from horus.learn.candidates import resolve_candidates
     from horus.learn.dataset import load_profiles
     from horus.learn.evaluation import cross_validate, format_table
@@ -188,6 +215,8 @@ def run_train(args: argparse.Namespace) -> int:
     from horus.validation import OutputDir
 
     _check(args)
+    if not args.out.strip():
+        raise HorusInputError("--out", "expected a directory path, got ''")
     OutputDir(Path(args.out), "--out")  # checked before the data is read
     data = load_profiles(args.data)
     trained = train_predictors(data, seed=args.seed, folds=args.folds,
@@ -222,6 +251,9 @@ def run_predict(args: argparse.Namespace) -> int:
     from horus.validation import check_option
 
     check_option("--batch", args.batch, "batch_size", allow_none=False)
+    if args.predictor_dir is not None and not (args.predictor_dir and Path(args.predictor_dir).is_dir()):
+        raise HorusInputError("--predictor-dir", f"{args.predictor_dir!r} is not a directory (expected a model "
+                                                 "directory written by `horus predictor train`)")
     model_info(args.model)  # unknown model -> HorusInputError
     try:
         gpu = resolve_gpu(args.gpu, source="--gpu")

@@ -7,6 +7,7 @@ Rows with ``status != "ok"`` (out-of-memory, errors) are dropped; repeats of one
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +72,15 @@ def _numeric_column(frame: pd.DataFrame, column: str, source: str) -> pd.Series:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise HorusInputError(source, f"line {frame.index[row] + 2}, column {column!r}: expected a finite number, "
-                                      f"got {frame[column].iloc[row]!r}")
+                                      f"got {_cell(frame[column].iloc[row])}")
     return values.astype(float)
+
+
+def _cell(value: object) -> str:
+    """A table cell for a message: empty/NaN said so, numpy scalars as plain Python values."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "an empty cell"
+    return repr(value.item() if hasattr(value, "item") else value)
 
 
 def load_profiles(path: str | Path) -> ProfileDataset:

@@ -81,7 +81,7 @@ def _positive_int(value: Any, where: str, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise HorusInputError(where, expected)
     try:
-        number = int(value) if not isinstance(value, str) or len(value) < 20 else 0
+        number = int(value) if not isinstance(value, str) or (len(value) < 20 and value.strip().isascii()) else 0
     except ValueError:
         raise HorusInputError(where, expected) from None
     if not 1 <= number <= high:

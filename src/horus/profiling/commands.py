@@ -15,38 +15,60 @@ from typing import Any
 from horus.errors import HorusInputError
 from horus.profiling.campaign import (PRECISIONS, Campaign, ColocEntry, JobConfig, SoloEntry, load_campaign,
                                       parse_set)
+from horus.profiling.nvml import MAX_PERIOD_S, MIN_PERIOD_S
+from horus.validation import YEAR_S, Domain, NumberArg
 
 INCOMPLETE_EXIT = 3
+# Domains of the numeric options (docs/inputs.md)
+GPU_INDEX = Domain(0, 1023, True, "(CUDA device index)")
+NVML_PERIOD = Domain(MIN_PERIOD_S, MAX_PERIOD_S, False, "s")
+WARMUP_ITERS = Domain(0, 1_000_000, True, "iterations")
+WARMUP_S = Domain(0, 86_400, False, "s")
+WINDOW_S = Domain(0.01, 86_400, False, "s")
+LEARNING_RATE = Domain(1e-12, 100, False)
+TIME_BUDGET_S = Domain(1, 10 * YEAR_S, False, "s")
+REPEATS = Domain(1, 1000, True, "repeats")
+SET_COUNT = Domain(0, 100_000, True, "sets")
+CAPACITY_MIB = Domain(1, 2**22, False, "MiB")
+
+
+def path_arg(text: str) -> Path:
+    """argparse ``type=`` for a path: an empty string is an error (``Path('')`` would silently be ``.``)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
+    return Path(text)
 
 
 def _add_settings(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     from horus.profiling.loop import OPTIMIZERS, LoopSettings
 
     d = LoopSettings()
-    parser.add_argument("--out", required=out_required, type=Path, help="campaign directory (created; reruns resume)")
+    parser.add_argument("--out", required=out_required, type=path_arg, help="campaign directory (created; reruns resume)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--gpu", type=int, default=0, help="CUDA / NVML device index")
+    parser.add_argument("--gpu", type=NumberArg(GPU_INDEX), default=0, help="CUDA / NVML device index")
     parser.add_argument("--no-nvml", action="store_true", help="no NVML sampling: NVML columns are NaN")
-    parser.add_argument("--nvml-period", type=float, default=d.nvml_period_s, help="seconds between samples (0.1-0.2)")
-    parser.add_argument("--warmup-iters", type=int, default=d.warmup_iters)
-    parser.add_argument("--warmup-s", type=float, default=d.warmup_s, help="warm-up lasts at least this long too")
-    parser.add_argument("--window-s", type=float, default=d.window_s, help="measuring window, seconds")
+    parser.add_argument("--nvml-period", type=NumberArg(NVML_PERIOD), default=d.nvml_period_s,
+                        help=f"seconds between samples ({MIN_PERIOD_S}-{MAX_PERIOD_S})")
+    parser.add_argument("--warmup-iters", type=NumberArg(WARMUP_ITERS), default=d.warmup_iters)
+    parser.add_argument("--warmup-s", type=NumberArg(WARMUP_S), default=d.warmup_s,
+                        help="warm-up lasts at least this long too")
+    parser.add_argument("--window-s", type=NumberArg(WINDOW_S), default=d.window_s, help="measuring window, seconds")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default=d.optimizer)
-    parser.add_argument("--lr", type=float, default=d.lr)
-    parser.add_argument("--seed", type=int, default=d.seed)
-    parser.add_argument("--time-budget-s", type=float, default=math.inf,
+    parser.add_argument("--lr", type=NumberArg(LEARNING_RATE), default=d.lr)
+    parser.add_argument("--seed", type=NumberArg("seed"), default=d.seed)
+    parser.add_argument("--time-budget-s", type=NumberArg(TIME_BUDGET_S), default=math.inf,
                         help="start no configuration that would end after this many seconds (exit 3 if some are left)")
 
 
 def register(subparsers: Any) -> None:
     profile = subparsers.add_parser("profile", help="profile training jobs on a GPU (solo and co-located)")
     _add_settings(profile, out_required=False)  # required unless a subcommand follows (checked in _profile)
-    profile.add_argument("--campaign", type=Path, help="YAML/JSON campaign file (solo and/or colocate entries)")
+    profile.add_argument("--campaign", type=path_arg, help="YAML/JSON campaign file (solo and/or colocate entries)")
     profile.add_argument("--model", help="one zoo model (instead of --campaign)")
-    profile.add_argument("--batch", type=int, action="append", help="batch size (repeatable)")
+    profile.add_argument("--batch", type=NumberArg("batch_size"), action="append", help="batch size (repeatable)")
     profile.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    profile.add_argument("--input-size", type=int, help="input size (default: the zoo entry's)")
-    profile.add_argument("--repeats", type=int, default=1)
+    profile.add_argument("--input-size", type=NumberArg("input_size"), help="input size (default: the zoo entry's)")
+    profile.add_argument("--repeats", type=NumberArg(REPEATS), default=1)
     profile.set_defaults(func=_profile)
     nested = profile.add_subparsers(dest="profile_command", metavar="{colocate,plan-pairs}")
 
@@ -54,22 +76,23 @@ def register(subparsers: Any) -> None:
     _add_settings(coloc)
     coloc.add_argument("--set", action="append", dest="sets", metavar="MODEL:BATCH[:PREC],...",
                        help="a co-located set, e.g. resnet50:64,bert_base:8 (repeatable)")
-    coloc.add_argument("--campaign", type=Path, help="campaign file (its solo entries run first)")
-    coloc.add_argument("--solo", type=Path, help="solo dataset (profiles.csv/.parquet/.jsonl) for solo throughputs")
+    coloc.add_argument("--campaign", type=path_arg, help="campaign file (its solo entries run first)")
+    coloc.add_argument("--solo", type=path_arg, help="solo dataset (profiles.csv/.parquet/.jsonl) for solo throughputs")
     coloc.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    coloc.add_argument("--repeats", type=int, default=1)
+    coloc.add_argument("--repeats", type=NumberArg(REPEATS), default=1)
     coloc.add_argument("--measure-solo", action="store_true",
                        help="also profile every member alone first (when no --solo data covers it)")
     coloc.set_defaults(func=_colocate)
 
     plan = nested.add_parser("plan-pairs", help="choose pairs/triples spanning summed util and memory from solo data")
-    plan.add_argument("--solo", type=Path, required=True, help="solo dataset (profiles.csv/.parquet/.jsonl)")
-    plan.add_argument("--pairs", type=int, default=100)
-    plan.add_argument("--triples", type=int, default=20)
-    plan.add_argument("--capacity-mib", type=float, help="GPU memory (default: the manifest beside --solo)")
-    plan.add_argument("--repeats", type=int, default=1)
-    plan.add_argument("--seed", type=int, default=0)
-    plan.add_argument("--out", type=Path, required=True, help="campaign JSON to write")
+    plan.add_argument("--solo", type=path_arg, required=True, help="solo dataset (profiles.csv/.parquet/.jsonl)")
+    plan.add_argument("--pairs", type=NumberArg(SET_COUNT), default=100)
+    plan.add_argument("--triples", type=NumberArg(SET_COUNT), default=20)
+    plan.add_argument("--capacity-mib", type=NumberArg(CAPACITY_MIB),
+                      help="GPU memory (default: the manifest beside --solo)")
+    plan.add_argument("--repeats", type=NumberArg(REPEATS), default=1)
+    plan.add_argument("--seed", type=NumberArg("seed"), default=0)
+    plan.add_argument("--out", type=path_arg, required=True, help="campaign JSON to write")
     plan.set_defaults(func=_plan_pairs)
 
 
@@ -108,10 +131,16 @@ def _preflight(settings: Any) -> Any:
 
 
 def _run(campaign: Campaign, args: argparse.Namespace, solo_rows: list[dict[str, Any]] | None = None) -> int:
+    from horus.graph.input_sizes import check_input_size
     from horus.profiling.manifest import build_manifest, write_manifest
     from horus.profiling.runner import CampaignRunner
+    from horus.validation import check_output_path
 
     settings = _settings(args)
+    jobs = [e.job for e in campaign.solo] + [m for e in campaign.colocate for m in e.members]
+    for job in jobs:  # a conv net below its total stride measures no network anyone trains
+        check_input_size(job.model, job.input_size, str(args.campaign) if args.campaign else "--input-size")
+    check_output_path(args.out, "--out")  # reruns resume in an existing directory; nothing else may stand there
     device = _preflight(settings)
     runner = CampaignRunner(args.out, settings, device.read if device else None, solo_rows or [], args.time_budget_s)
     left = runner.run(campaign)
@@ -186,17 +215,16 @@ def _plan_pairs(args: argparse.Namespace) -> int:
     from horus.colocation.plan import plan_sets
     from horus.profiling.store import read_table
 
-    from horus.validation import Domain, check_option, check_output_path
+    from horus.validation import check_option, check_output_path
 
     check_option("--seed", args.seed, "seed")
-    for name in ("pairs", "triples"):
-        if not 0 <= getattr(args, name) <= 100_000:
-            raise HorusInputError(f"--{name}", f"expected an integer in [0, 100,000], got {getattr(args, name)}")
-    if not 1 <= args.repeats <= 1000:
-        raise HorusInputError("--repeats", f"expected an integer in [1, 1,000], got {args.repeats}")
-    capacity_domain = Domain(1, 2**22, False, "MiB")
-    if args.capacity_mib is not None and not capacity_domain.contains(args.capacity_mib):
-        raise HorusInputError("--capacity-mib", f"expected {capacity_domain.describe()}, got {args.capacity_mib}")
+    for option, value, domain in (("--pairs", args.pairs, SET_COUNT), ("--triples", args.triples, SET_COUNT),
+                                  ("--repeats", args.repeats, REPEATS), ("--capacity-mib", args.capacity_mib,
+                                                                         CAPACITY_MIB)):
+        if value is not None and not domain.contains(value):  # argparse checked them; a caller of this function
+            raise HorusInputError(option, f"expected {domain.describe()}, got {value!r}")
+    if args.pairs + args.triples == 0:
+        raise HorusInputError("--pairs", "--pairs 0 and --triples 0 plan nothing; expected at least one set")
     check_output_path(args.out, "--out", directory=False)
     solo = read_table(args.solo, ["model", "batch_size", "precision", "status", "gpu_util_mean",
                                   "torch_max_reserved_mib"])
@@ -205,9 +233,13 @@ def _plan_pairs(args: argparse.Namespace) -> int:
         manifest = args.solo.parent / "manifest.json"
         if not manifest.is_file():
             raise HorusInputError("--capacity-mib", f"not given and no manifest at {manifest}")
-        capacity = json.loads(manifest.read_text()).get("gpu_memory_mib")
-        if not capacity:
+        from horus.validation import load_json
+
+        data, _ = load_json(manifest, "a campaign manifest (manifest.json)")
+        capacity = data.get("gpu_memory_mib") if isinstance(data, dict) else None
+        if capacity is None:
             raise HorusInputError(str(manifest), "gpu_memory_mib: missing; pass --capacity-mib")
+        CAPACITY_MIB.check(capacity, str(manifest), "gpu_memory_mib")
     doc = plan_sets(solo, float(capacity), args.pairs, args.triples, args.seed, args.repeats)
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {len(doc['colocate'])} sets to {args.out}")

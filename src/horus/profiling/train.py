@@ -17,30 +17,49 @@ from pathlib import Path
 
 from horus.errors import HorusInputError
 from horus.extras import require
+from horus.validation import Domain, NumberArg
 
 CHECKPOINT = "horus_train.pt"
+ITERATIONS = Domain(1, 1e12, True, "iterations")
+CHECKPOINT_EVERY = Domain(0, 1e12, True, "iterations")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("train", help="train a zoo model on synthetic data (a job to submit to horus serve)",
                               description=__doc__.splitlines()[0])
     p.add_argument("model", help="zoo model name (see horus features --help)")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--iterations", type=int, default=100)
-    p.add_argument("--input-size", type=int, help="input size (default: the model's)")
+    p.add_argument("--batch-size", type=NumberArg("batch_size"), default=32)
+    p.add_argument("--iterations", type=NumberArg(ITERATIONS), default=100)
+    p.add_argument("--input-size", type=NumberArg("input_size"), help="input size (default: the model's)")
     p.add_argument("--precision", choices=("fp32", "amp"), default="fp32")
     p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    p.add_argument("--checkpoint-every", type=int, default=100, help="iterations between checkpoints (0: never)")
-    p.add_argument("--checkpoint-dir", type=Path, help="default $HORUS_CHECKPOINT_DIR")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint-every", type=NumberArg(CHECKPOINT_EVERY), default=100,
+                   help="iterations between checkpoints (0: never)")
+    p.add_argument("--checkpoint-dir", help="default $HORUS_CHECKPOINT_DIR")
+    p.add_argument("--seed", type=NumberArg("seed"), default=0)
     p.set_defaults(func=run_train)
 
 
 def run_train(args: argparse.Namespace) -> int:
-    if args.batch_size < 1 or args.iterations < 1 or args.checkpoint_every < 0:
-        raise HorusInputError("horus train", "--batch-size and --iterations must be positive, "
-                                             "--checkpoint-every >= 0")
+    from horus.graph.input_sizes import check_input_size
+    from horus.validation import LIMITS, check_output_path
+
+    for option, value, domain in (("--batch-size", args.batch_size, LIMITS["batch_size"]),
+                                  ("--iterations", args.iterations, ITERATIONS),
+                                  ("--checkpoint-every", args.checkpoint_every, CHECKPOINT_EVERY),
+                                  ("--seed", args.seed, LIMITS["seed"]), ("--input-size", args.input_size,
+                                                                         LIMITS["input_size"])):
+        if value is not None and not domain.contains(value):  # argparse checked them; other callers too
+            raise HorusInputError(option, f"expected {domain.describe()}, got {value!r}")
+    check_input_size(args.model, args.input_size, "--input-size")
+    folder_text = args.checkpoint_dir if args.checkpoint_dir is not None else os.environ.get("HORUS_CHECKPOINT_DIR")
+    source = "--checkpoint-dir" if args.checkpoint_dir is not None else "$HORUS_CHECKPOINT_DIR"
+    if args.checkpoint_dir is not None and not args.checkpoint_dir.strip():
+        raise HorusInputError(source, "expected a directory path, got ''")
+    folder = Path(folder_text) if folder_text else None
+    if folder is not None:
+        check_output_path(folder, source)  # before the model is built and trained
     require("torch", "horus train")
     import torch
 
@@ -55,8 +74,6 @@ def run_train(args: argparse.Namespace) -> int:
     spec = resolve_model(args.model)
     settings = LoopSettings(device=device.type, optimizer=args.optimizer, seed=args.seed)
     trainer = Trainer(spec, JobConfig(args.model, args.batch_size, args.precision, args.input_size), settings, device)
-    folder = args.checkpoint_dir or (Path(os.environ["HORUS_CHECKPOINT_DIR"]) if os.environ.get("HORUS_CHECKPOINT_DIR")
-                                     else None)
     path = folder / CHECKPOINT if folder else None
     start = 0
     if path is not None and path.exists():

@@ -103,13 +103,26 @@ def _throughput(value: object, source: str, where: str) -> float:
     return float(value)  # type: ignore[arg-type]
 
 
+_WARNED: set[tuple[str, str, str]] = set()
+
+
+def _warn_once(source: str, gpu: str, message: str) -> None:
+    """``horus: warning: ...`` on stderr, once per file, GPU type and message in a process."""
+    import sys
+
+    if (source, gpu, message) not in _WARNED:
+        _WARNED.add((source, gpu, message))
+        print(f"horus: warning: {source}: {gpu}: {message}", file=sys.stderr)
+
+
 def load_gavel(path: str | Path, gpu: str = "v100") -> GavelThroughputs:
     """Load one GPU type's table from Gavel's JSON. Raises HorusInputError naming the bad field.
 
     Checked before use (docs/inputs.md): strict UTF-8 JSON, keys ``(job type, integer GPU count)``,
     throughputs finite and >= 0, pairs ``[this, other]`` whose normalized values are at most
     ``LIMITS['normalized_throughput'].high``, partners measured alone. A zero isolated throughput is
-    Gavel's mark of an unmeasured job: it and its pairs are left out and counted in ``quirks``.
+    Gavel's mark of an unmeasured job: it and its pairs are left out, counted in ``quirks`` and named in a
+    warning on stderr (once per file and GPU type); ``null`` itself (JSON null) is an error.
     """
     source = str(path)
     data, raw_bytes = load_json(path, "Gavel's throughputs JSON (simulation_throughputs.json)")
@@ -125,6 +138,7 @@ def load_gavel(path: str | Path, gpu: str = "v100") -> GavelThroughputs:
     raw_pairs: list[tuple[str, str, object, str]] = []
     quirks = {"zero_pairs": 0, "both_at_solo": 0, "zero_solo": 0, "pairs_with_unmeasured_solo": 0}
     unmeasured: set[str] = set()
+    zero_keys: list[str] = []
     seen: dict[tuple[str, int], str] = {}
     for raw_key, entries in table.items():
         name, scale = _parse_key(raw_key, source, gpu)
@@ -139,12 +153,14 @@ def load_gavel(path: str | Path, gpu: str = "v100") -> GavelThroughputs:
         if scale != 1:
             if isolated == 0:
                 quirks["zero_solo"] += 1
+                zero_keys.append(f"{where}/null")
             else:
                 multi[(jt, scale)] = isolated
             continue
         if isolated == 0:
             quirks["zero_solo"] += 1
             unmeasured.add(jt)
+            zero_keys.append(f"{where}/null")
         else:
             solo[jt] = isolated
         for other_key, value in entries.items():
@@ -177,4 +193,7 @@ def load_gavel(path: str | Path, gpu: str = "v100") -> GavelThroughputs:
         pairs[(a, b)] = (float(value[0]), float(value[1]))
     if not solo:
         raise HorusInputError(source, f"{gpu}: no job with a measured (non-zero) isolated throughput")
+    if zero_keys:
+        _warn_once(source, gpu, f"{len(zero_keys)} job(s) with isolated throughput 0 (unmeasured) left out with "
+                                f"their pairs; first: {zero_keys[0]}")
     return GavelThroughputs(gpu, solo, pairs, multi, hashlib.sha256(raw_bytes).hexdigest(), quirks)
