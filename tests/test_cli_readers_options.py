@@ -126,14 +126,14 @@ def test_predictor_options_that_would_be_ignored_are_errors(tmp_path: Path) -> N
 def test_outputs_where_nothing_can_be_created_fail_before_work(tmp_path: Path) -> None:
     """access() says yes to root everywhere: /proc used to pass the check and fail in mkdir after the work."""
     rc, _, err = run(["predictor", "train", str(PROFILES), "--out", "/proc/horus-model"])
-    assert_clear(rc, err, "--out", "cannot create anything in /proc")
+    assert_clear(rc, err, "--out", "cannot write in /proc")
     rc, _, err = run(["predictor", "calibrate", "--reference", str(tmp_path), "--out", "/proc/p.json"])
-    assert_clear(rc, err, "--out", "cannot create anything in /proc")
+    assert_clear(rc, err, "--out", "cannot write in /proc")
     rc, _, err = run(["profile", "plan-pairs", "--solo", str(FIXTURE / "solo.csv"), "--capacity-mib", "16000",
                       "--out", "/proc/p.json"])
-    assert_clear(rc, err, "--out", "cannot create anything in /proc")
+    assert_clear(rc, err, "--out", "cannot write in /proc")
     rc, _, err = run(["train", "resnet50", "--iterations", "1", "--checkpoint-dir", "/proc/ckpt"])
-    assert_clear(rc, err, "--checkpoint-dir", "cannot create anything in /proc")
+    assert_clear(rc, err, "--checkpoint-dir", "cannot write in /proc")
 
 
 def test_plan_pairs_refuses_an_empty_plan_and_a_bad_manifest(tmp_path: Path) -> None:

@@ -192,8 +192,10 @@ def read_input_bytes(path: str | Path, what: str, max_bytes: int = MAX_TABLE_BYT
         raise HorusInputError(source, f"file is {info.st_size / MIB:,.1f} MiB, above the {max_bytes / MIB:,.0f} MiB "
                                       f"limit for {what}")
     try:
-        with p.open("rb") as handle:
-            data = handle.read(max_bytes + 1)
+        with p.open("rb") as handle:  # the size stat() gave, plus one byte to see a file that grew past the limit
+            data = handle.read(info.st_size + 1)
+            if len(data) > info.st_size:
+                data += handle.read(max_bytes + 1 - len(data))
     except OSError as exc:
         raise HorusInputError(source, f"cannot read file ({exc.strerror or exc})") from None
     if len(data) > max_bytes:  # a growing file
