@@ -461,7 +461,10 @@ def check_input_path(path: Path, option: str, what: str, *, directory: bool = Fa
 def read_secret(path: str | Path, source: str, *, min_chars: int = 16, hint: str = "") -> str:
     """A token or credential kept in a file: printable ASCII without spaces, at least ``min_chars`` long
     (surrounding whitespace stripped). Errors name ``source`` (an option or the file) in one line."""
-    raw = read_input_bytes(path, "a token file", max_bytes=64 * KIB)
+    try:
+        raw = read_input_bytes(path, "a token file", max_bytes=64 * KIB)
+    except HorusInputError as exc:  # named by the option that gave the file
+        raise HorusInputError(source, f"{path}: {exc.message}") from None
     try:
         token = raw.decode("utf-8").strip()
     except UnicodeDecodeError:
