@@ -9,7 +9,6 @@ from typing import Any
 from horus.errors import HorusInputError
 from horus.service.server import DEFAULT_PORT, default_state_dir, read_token
 
-
 MAX_URL_CHARS = 2048  # a server URL: scheme, host, port and an optional path prefix
 MAX_HOST_CHARS = 253  # a DNS name (RFC 1035); each dot-separated label at most 63
 
