@@ -62,9 +62,19 @@ def test_unreachable_api_server_is_one_line_exit_2(capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize("argv,field", [
     (["--policy", "oracle"], "--policy"), (["--policy", "nope"], "--policy"), (["--predictor", "nope"], "--predictor"),
-    (["--policy-args", "[1]"], "--policy-args"), (["--resync-s", "0"], "--resync-s"),
+    (["--policy-args", "[1]"], "--policy-args"), (["--resync-s", "10", "--stale-after-s", "5"], "--stale-after-s"),
 ])
 def test_bad_options_are_one_line_exit_2(argv: list[str], field: str, capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["k8s-extender", "--api-server", "http://127.0.0.1:9", *argv])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and err.startswith(f"horus: error: {field}: ")
+
+
+@pytest.mark.parametrize("option", ["--resync-s", "--stale-after-s"])
+@pytest.mark.parametrize("value", ["0", "nan", "inf", "-1", str(2**70), "1e30"])
+def test_periods_outside_their_domain_are_usage_errors(option: str, value: str,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["k8s-extender", "--api-server", "http://127.0.0.1:9", option, value])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and f"argument {option}: expected a number in [" in err

@@ -14,9 +14,15 @@ import logging
 from typing import Any
 
 from horus.errors import HorusInputError
-from horus.validation import Domain, NumberArg
+from horus.validation import Domain, NumberArg, path_arg
 
 SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get on SIGTERM before open connections are closed
+PORT = Domain(0, 65535, True)  # 0: any free port
+RESYNC_S = Domain(0.1, 3600, False, "s")
+STALE_AFTER_S = Domain(1, 86400, False, "s")
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+MAX_POLICY_ARGS_CHARS = 64 * 1024
+MAX_PREFIX_CHARS = 256
 
 
 def register(subparsers: Any) -> None:
@@ -25,12 +31,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1; in a pod: 0.0.0.0 or the pod IP, with a token or "
                         "client certificates and a NetworkPolicy, see deploy/kubernetes/)")
-    p.add_argument("--port", type=NumberArg(Domain(0, 65535, True)), default=8888)
-    p.add_argument("--token-file", help="file holding a bearer token (at least 32 characters): every endpoint but "
+    p.add_argument("--port", type=NumberArg(PORT), default=8888)
+    p.add_argument("--token-file", type=_path_text, help="file holding a bearer token (at least 32 characters): every endpoint but "
                                         "/healthz and /livez then needs 'Authorization: Bearer <token>'")
-    p.add_argument("--tls-cert", help="PEM certificate (chain) to serve HTTPS with (needs --tls-key)")
-    p.add_argument("--tls-key", help="PEM private key of --tls-cert")
-    p.add_argument("--tls-client-ca", help="PEM CA bundle: a client certificate it signed authenticates a caller "
+    p.add_argument("--tls-cert", type=_path_text, help="PEM certificate (chain) to serve HTTPS with (needs --tls-key)")
+    p.add_argument("--tls-key", type=_path_text, help="PEM private key of --tls-cert")
+    p.add_argument("--tls-client-ca", type=_path_text, help="PEM CA bundle: a client certificate it signed authenticates a caller "
                                            "instead of the token (how kube-scheduler can; its tlsConfig.certFile)")
     p.add_argument("--prefix", default="", help="path prefix of the verbs (kube-scheduler's urlPrefix path part)")
     p.add_argument("--policy", default="horus-paper",
@@ -38,16 +44,71 @@ def register(subparsers: Any) -> None:
                         "horus also unpacks and migrates, which needs a pod-preempting controller not built yet)")
     p.add_argument("--policy-args", default="{}", help="JSON object of keyword arguments for the policy")
     p.add_argument("--predictor", default="analytic", help="registered predictor (default analytic)")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")
+    p.add_argument("--kubeconfig", type=_path_text, help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--api-server",
+    p.add_argument("--api-server", type=_api_server_arg,
                    help="API server URL without credentials (e.g. kubectl proxy's http://127.0.0.1:8001)")
-    p.add_argument("--resync-s", type=float, default=10.0, help="seconds between full re-listings of nodes and pods")
-    p.add_argument("--stale-after-s", type=float,
+    p.add_argument("--resync-s", type=NumberArg(RESYNC_S), default=10.0,
+                   help="seconds between full re-listings of nodes and pods (default 10)")
+    p.add_argument("--stale-after-s", type=NumberArg(STALE_AFTER_S),
                    help="/healthz answers 503 when the last successful listing is older than this "
                         "(default: 3 re-listing periods, at least 30 s)")
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
     p.set_defaults(func=run)
+
+
+def _path_text(text: str) -> str:
+    """argparse ``type=`` of a file option: :func:`horus.validation.path_arg`, kept as text."""
+    return str(path_arg(text))
+
+
+def _api_server_arg(text: str) -> str:
+    """argparse ``type=`` of ``--api-server``: an http(s) URL without credentials (a usage error otherwise)."""
+    from horus.service.client import check_server_url
+
+    try:
+        return check_server_url(text, "--api-server")
+    except HorusInputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _check_options(args: argparse.Namespace) -> tuple[dict[str, Any], float]:
+    """The options no ``type=`` can check alone, before anything starts: (policy arguments, stale-after-s)."""
+    from horus.service.server import check_listen_address
+    from horus.validation import MAX_CONFIG_BYTES, read_input_bytes
+
+    check_listen_address(args.host, args.port)
+    if len(args.prefix) > MAX_PREFIX_CHARS or not all(c.isascii() and (c.isalnum() or c in "/-_.~")
+                                                      for c in args.prefix):
+        raise HorusInputError("--prefix", f"expected a URL path of at most {MAX_PREFIX_CHARS} letters, digits and "
+                                          f"'/-_.~', got {args.prefix[:60]!r}")
+    if len(args.policy_args) > MAX_POLICY_ARGS_CHARS:
+        raise HorusInputError("--policy-args", f"{len(args.policy_args):,} characters; expected a JSON object of at "
+                                               f"most {MAX_POLICY_ARGS_CHARS:,}")
+    try:
+        policy_args = json.loads(args.policy_args, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise HorusInputError("--policy-args", f"expected a JSON object: {str(exc)[:200]}") from None
+    if not isinstance(policy_args, dict):
+        raise HorusInputError("--policy-args", "expected a JSON object")
+    stale_after_s = max(3 * args.resync_s, 30.0) if args.stale_after_s is None else args.stale_after_s
+    if stale_after_s < args.resync_s:
+        raise HorusInputError("--stale-after-s", f"{stale_after_s:g} s is shorter than --resync-s "
+                                                 f"({args.resync_s:g} s): /healthz would fail between listings")
+    for option, path, what in (("--kubeconfig", args.kubeconfig, "a kubeconfig file"),
+                               ("--tls-cert", args.tls_cert, "a PEM certificate"),
+                               ("--tls-key", args.tls_key, "a PEM private key"),
+                               ("--tls-client-ca", args.tls_client_ca, "a PEM CA bundle")):
+        if path is not None:  # a readable regular file of bounded size (the loaders read it again)
+            try:
+                read_input_bytes(path, what, MAX_CONFIG_BYTES)
+            except HorusInputError as exc:
+                raise HorusInputError(option, f"{exc.source}: {exc.message}") from None
+    return policy_args, stale_after_s
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def build_predictor(name: str) -> Any:
@@ -72,18 +133,8 @@ def run(args: argparse.Namespace) -> int:
     from horus.k8s.server import Resync, create_app
     from horus.k8s.store import ClusterStore
 
+    policy_args, stale_after_s = _check_options(args)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    try:
-        policy_args = json.loads(args.policy_args)
-    except ValueError as exc:
-        raise HorusInputError("--policy-args", f"expected a JSON object: {exc}") from None
-    if not isinstance(policy_args, dict):
-        raise HorusInputError("--policy-args", "expected a JSON object")
-    if not 0 < args.resync_s < float("inf"):
-        raise HorusInputError("--resync-s", "expected a positive number of seconds")
-    stale_after_s = max(3 * args.resync_s, 30.0) if args.stale_after_s is None else args.stale_after_s
-    if not 0 < stale_after_s < float("inf"):
-        raise HorusInputError("--stale-after-s", "expected a positive number of seconds")
     token = read_token(args.token_file) if args.token_file else None
     tls = tls_options(args.tls_cert, args.tls_key, args.tls_client_ca)
     decider = Decider(args.policy, policy_args)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
-from horus.validation import Domain, NumberArg
+from horus.validation import Domain, NumberArg, path_arg
 
 # the domains of the numeric options (argparse refuses anything else: NaN, inf, out of range; exit 2)
 LIST_LIMIT = Domain(1, 100_000, True, "jobs")
@@ -38,17 +38,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               p.add_argument("--before", type=NumberArg(JOB_ID), metavar="ID", help="only jobs older than job ID "
                                              "(the next page)")))
     _client_parser(subparsers, "job", "show one job with its placement and events", run_job,
-                   lambda p: p.add_argument("job_id", help="job id"))
+                   lambda p: p.add_argument("job_id", type=NumberArg(JOB_ID), help="job id"))
     _client_parser(subparsers, "cancel", "cancel a queued or running job", run_cancel,
-                   lambda p: p.add_argument("job_id", help="job id"))
+                   lambda p: p.add_argument("job_id", type=NumberArg(JOB_ID), help="job id"))
     _client_parser(subparsers, "top", "live view of GPUs and jobs (refreshing)", run_top,
                    lambda p: (p.add_argument("--interval", type=NumberArg(INTERVAL_S), default=1.0, help="seconds between refreshes"),
                               p.add_argument("--once", action="store_true", help="print one view and exit")))
 
 
 def _client_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--server", help="service URL (default $HORUS_SERVER or http://127.0.0.1:8470)")
-    p.add_argument("--token-file", type=Path, help="token file (default $HORUS_TOKEN, else the default state dir's)")
+    from horus.service.client import server_arg
+
+    p.add_argument("--server", type=server_arg,
+                   help="service URL (default $HORUS_SERVER or http://127.0.0.1:8470)")
+    p.add_argument("--token-file", type=path_arg,
+                   help="token file (default $HORUS_TOKEN, else the default state dir's)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -64,13 +68,16 @@ def _serve(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help="run the live scheduler: REST API, store, and an agent for this machine",
                               description="Run Horus as a live resource manager: an HTTP API (OpenAPI at /docs), "
                               "state in SQLite, the scheduling loop, and an agent running jobs on this machine's GPUs.")
-    p.add_argument("--state-dir", type=Path, help="data directory (default $HORUS_STATE_DIR or the user data dir)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--state-dir", type=path_arg,
+                   help="data directory (default $HORUS_STATE_DIR or the user data dir)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on: an IP address or a host name of this machine (default 127.0.0.1)")
     p.add_argument("--port", type=NumberArg(PORT), default=8470, help="port (default 8470)")
     p.add_argument("--policy", default="horus", help="scheduling policy (default horus)")
     p.add_argument("--predictor", default="physical", help="predictor (default physical; analytic for "
                    "models it has no operator data for)")
-    p.add_argument("--token-file", type=Path, help="bearer token for writes (default: <state-dir>/token, created)")
+    p.add_argument("--token-file", type=path_arg,
+                   help="bearer token for writes (default: <state-dir>/token, created)")
     p.add_argument("--open-reads", action="store_true", help="let reads (GET) through without a token")
     p.add_argument("--fake-gpus", type=NumberArg(FAKE_GPUS), default=0, metavar="N", help="N fake GPUs (no GPU needed; jobs run on CPU)")
     p.add_argument("--gpu-type", default="V100", help="GPU type of the fake GPUs (default V100)")
@@ -101,16 +108,18 @@ def _agent(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("agent", help="join this machine's GPUs to a Horus server",
                               description="Run a node agent: register this machine's GPUs with a Horus server and "
                               "run the jobs it places here.")
-    p.add_argument("--server", required=True, help="server URL, e.g. http://head:8470")
+    from horus.service.client import server_arg
+
+    p.add_argument("--server", required=True, type=server_arg, help="server URL, e.g. http://head:8470")
     how = p.add_mutually_exclusive_group(required=True)
-    how.add_argument("--token-file", type=Path, help="this agent's token (`horus token create --role agent`), or the "
+    how.add_argument("--token-file", type=path_arg, help="this agent's token (`horus token create --role agent`), or the "
                                                      "server's admin token file")
-    how.add_argument("--join-token-file", type=Path,
+    how.add_argument("--join-token-file", type=path_arg,
                      help="a join token (`horus token create --role join`): exchanged once for this agent's own "
                           "credential, kept in <workdir>/credential (mode 0600)")
     p.add_argument("--name", help="agent name (default: host name)")
     p.add_argument("--run-as", metavar="USER", help="run jobs as this user (the agent must run as root)")
-    p.add_argument("--workdir", type=Path, help="job folders, logs and checkpoints (default <user data dir>/agent)")
+    p.add_argument("--workdir", type=path_arg, help="job folders, logs and checkpoints (default <user data dir>/agent)")
     p.add_argument("--fake-gpus", type=NumberArg(FAKE_GPUS), default=0, metavar="N")
     p.add_argument("--gpu-type", default="V100")
     p.add_argument("--heartbeat-s", type=NumberArg(PERIOD_S), default=1.0)
@@ -124,7 +133,7 @@ def _submit(subparsers: argparse._SubParsersAction) -> None:
                               description="Submit a training job to a Horus server. Everything after -- is the "
                               "command, run without a shell.")
     p.add_argument("--model", help="zoo model name, for prediction (see `horus features --help`)")
-    p.add_argument("--onnx", type=Path, help="upload this ONNX graph and predict from it")
+    p.add_argument("--onnx", type=path_arg, help="upload this ONNX graph and predict from it")
     p.add_argument("--batch-size", type=NumberArg(BATCH_SIZE), help="batch size (default 32, or the ONNX graph's)")
     p.add_argument("--gpus", type=NumberArg(JOB_GPUS), default=1, dest="num_gpus")
     p.add_argument("--gpu-type", help="required GPU type")
@@ -147,17 +156,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from horus.service.server import ServeConfig, default_state_dir, serve
 
-    if args.fake_gpus < 0 or args.fake_gpus > 1024:
-        raise HorusInputError("--fake-gpus", f"expected 0..1024, got {args.fake_gpus}")
-    if not 0 < args.port < 65536:
-        raise HorusInputError("--port", f"expected 1..65535, got {args.port}")
-    for name in ("lease_s", "heartbeat_s", "grace_s"):
-        if not 0 < getattr(args, name) < 86400:
-            raise HorusInputError(f"--{name.replace('_', '-')}", "expected a positive number of seconds")
-    if not 0 < args.fence_fraction <= 1:
-        raise HorusInputError("--fence-fraction", f"expected a number in (0, 1], got {args.fence_fraction}")
-    if not 0 <= args.fence_kill_s <= 600:
-        raise HorusInputError("--fence-kill-s", f"expected 0 to 600 seconds, got {args.fence_kill_s}")
+    # the numbers are inside their domains (NumberArg); what remains is how they relate
     if args.heartbeat_s >= args.fence_fraction * args.lease_s:
         raise HorusInputError("--heartbeat-s", f"must be shorter than fence-fraction x lease "
                                                f"({args.fence_fraction * args.lease_s:g} s), or every job fences itself")
@@ -170,7 +169,21 @@ def run_serve(args: argparse.Namespace) -> int:
                          backend=args.backend, ray_address=args.ray_address, fence_fraction=args.fence_fraction,
                          fence_kill_s=args.fence_kill_s, run_as=run_as_ids(args.run_as))
     _check_gpu_type(args.gpu_type)
+    if args.agent_name is not None:
+        _agent_name(args.agent_name, "--agent-name")
     return serve(config)
+
+
+def _agent_name(name: str, option: str) -> str:
+    """An agent's name as the API accepts it (it also names the agent's folder, so no '/' nor '..')."""
+    import re
+
+    from horus.service.schemas import NAME_PATTERN
+
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise HorusInputError(option, f"expected 1-128 letters, digits, '_', '.' or '-' starting with a letter or "
+                                      f"digit, got {name[:70]!r}")
+    return name
 
 
 def _check_gpu_type(name: str) -> None:
@@ -208,7 +221,7 @@ def run_agent(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level="INFO", format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per heartbeat
-    name = args.name or socket.gethostname().split(".")[0]
+    name = _agent_name(args.name, "--name") if args.name else socket.gethostname().split(".")[0]
     if args.fake_gpus:
         _check_gpu_type(args.gpu_type)
         gpus = fake_gpus(args.fake_gpus, args.gpu_type, name)
@@ -217,6 +230,7 @@ def run_agent(args: argparse.Namespace) -> int:
         if not gpus:
             raise HorusInputError("horus agent", f"no GPU found: {reason}; use --fake-gpus N to join N fake GPUs")
     workdir = args.workdir or default_state_dir() / "agent" / name
+    _check_workdir(workdir)
     if args.token_file is not None:
         token = read_token(args.token_file)
     else:
@@ -231,6 +245,16 @@ def run_agent(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop.set()
     return 0
+
+
+def _check_workdir(workdir: Path) -> None:
+    """The agent's job folders: a writable directory (or one that can be made), checked before joining."""
+    from horus.validation import check_writable
+
+    try:
+        check_writable(workdir, "--workdir", directory=True)
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise HorusInputError("--workdir", f"{str(workdir)[:80]}: {exc.strerror or exc}") from None
 
 
 def _client(args: argparse.Namespace) -> Any:

@@ -45,6 +45,49 @@ def _secret_file(path: Path, nbytes: int) -> str:
     return read_token(path)
 
 
+def check_listen_address(host: str, port: int, host_option: str = "--host", port_option: str = "--port") -> None:
+    """HorusInputError unless this process can listen on ``host``:``port``: ``host`` is an IP address or a name
+    that resolves to an address of this machine, and the port is free there (a bind probe, closed at once)."""
+    import errno
+    import socket
+
+    from horus.service.client import check_host
+
+    check_host(host, host_option)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError, OSError) as exc:
+        raise HorusInputError(host_option, f"cannot resolve {host!r} ({getattr(exc, 'strerror', None) or exc}); "
+                                           "expected an IP address or a host name of this machine") from None
+    family, kind, proto, _, address = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise HorusInputError(port_option, f"port {port} is in use on {host}; expected a free port") from None
+        if exc.errno == errno.EACCES:
+            raise HorusInputError(port_option, f"no permission to listen on port {port} (ports below 1024 need "
+                                               "root)") from None
+        raise HorusInputError(host_option, f"cannot listen on {host} ({exc.strerror or exc}); expected an address "
+                                           "of this machine (127.0.0.1, 0.0.0.0, or one of its interfaces)") from None
+
+
+def check_state_dir(state_dir: Path, option: str = "--state-dir") -> None:
+    """HorusInputError unless ``state_dir`` is (or can be created as) a writable directory whose ``token`` and
+    ``job_secret``, where present, are files: checked before anything is written."""
+    from horus.validation import check_writable
+
+    try:
+        check_writable(state_dir, option, directory=True)
+        for name in ("token", "job_secret", "horus.db"):
+            if (state_dir / name).is_dir():
+                raise HorusInputError(option, f"{state_dir / name} is a directory; expected a file (or nothing)")
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise HorusInputError(option, f"{str(state_dir)[:80]}...: {exc.strerror or exc}") from None
+
+
 def read_token(path: Path) -> str:
     """A token file's token (at least 16 printable ASCII characters); one-line errors name the file."""
     from horus.validation import read_secret
@@ -103,13 +146,17 @@ def serve(config: ServeConfig) -> int:
     if config.backend not in BACKENDS:
         raise HorusInputError("--backend", f"unknown backend {config.backend!r}; known: {', '.join(BACKENDS.names())}")
     backend = BACKENDS.create(config.backend)
-    backend.prepare(config)  # fails fast (no GPU, no Ray...) before anything is written
+    # bad input fails here, before anything is written: the address, the token file, the state directory
+    check_listen_address(config.host, config.port)
+    given_token = read_token(config.token_file) if config.token_file else None
     state_dir = config.state_dir
+    check_state_dir(state_dir)
+    backend.prepare(config)  # fails fast (no GPU, no Ray...) before anything is written
     state_dir.mkdir(parents=True, exist_ok=True)
     # the token, the job secret, the store and the jobs' logs: the server's user only (with --run-as, the jobs' user
     # may pass through to its own progress file and checkpoints, see horus.agent.processes)
     state_dir.chmod(0o711 if config.run_as else 0o700)
-    token = read_token(config.token_file) if config.token_file else _secret_file(state_dir / "token", 32)
+    token = given_token or _secret_file(state_dir / "token", 32)
     job_secret = _secret_file(state_dir / "job_secret", 32).encode()
     try:
         store = Store(state_dir / "horus.db")

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from horus.errors import HorusInputError
+from horus.validation import path_arg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--role", required=True, choices=("user", "agent", "admin", "join"),
                         help="join: a token machines exchange once for their own agent credential "
                              "(horus agent --join-token-file)")
-    create.add_argument("--out", type=Path, help="write the token to this file (mode 0600) instead of printing it")
+    create.add_argument("--out", type=path_arg, help="write the token to this file (mode 0600) instead of printing it")
     create.set_defaults(func=run_create)
     listing = sub.add_parser("list", help="list tokens (names, roles, when created or revoked; never the tokens)")
     listing.set_defaults(func=run_list)
@@ -36,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     revoke.add_argument("name")
     revoke.set_defaults(func=run_revoke)
     for q in (create, listing, revoke):
-        q.add_argument("--state-dir", type=Path, help="the server's data directory (default $HORUS_STATE_DIR or "
+        q.add_argument("--state-dir", type=path_arg, help="the server's data directory (default $HORUS_STATE_DIR or "
                                                       "the user data dir)")
 
 
@@ -45,8 +46,14 @@ def _store(args: argparse.Namespace):  # noqa: ANN202 - Store, imported lazily
     from horus.service.store import Store, StoreError
 
     path = (args.state_dir or default_state_dir()) / "horus.db"
-    if not path.exists():
-        raise HorusInputError("--state-dir", f"no Horus state at {path} (start `horus serve` once, or name the "
+    shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "..."
+    try:
+        found = path.is_file()
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise HorusInputError("--state-dir", f"{shown}: {exc.strerror or exc}; expected the server's data "
+                                             "directory") from None
+    if not found:
+        raise HorusInputError("--state-dir", f"no Horus state at {shown} (start `horus serve` once, or name the "
                                              "server's --state-dir)")
     try:
         return Store(path)
@@ -57,22 +64,44 @@ def _store(args: argparse.Namespace):  # noqa: ANN202 - Store, imported lazily
 def run_create(args: argparse.Namespace) -> int:
     from horus.service.auth import create_token
 
-    if args.out is not None and args.out.exists():
-        raise HorusInputError("--out", f"{args.out} exists; not overwritten")
     store = _store(args)
     try:
-        token = create_token(store, args.name, args.role)
+        out = _open_out(args.out) if args.out is not None else None  # before the token exists: nothing half-done
+        try:
+            token = create_token(store, args.name, args.role)
+        except BaseException:
+            if out is not None:
+                os.close(out)
+                args.out.unlink(missing_ok=True)
+            raise
     finally:
         store.close()
-    if args.out is None:
+    if out is None:
         print(token)
         print(f"token of {args.role} {args.name!r}: shown once, only its hash is stored", file=sys.stderr)
     else:
-        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(out, "w") as fh:
             fh.write(token + "\n")
         print(f"token of {args.role} {args.name!r} written to {args.out}", file=sys.stderr)
     return 0
+
+
+def _open_out(path: Path) -> int:
+    """A new file (mode 0600) for ``--out``, in a directory that exists; never an existing file."""
+    from horus.validation import check_writable
+
+    shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "..."
+    try:
+        if path.exists() or path.is_symlink():
+            raise HorusInputError("--out", f"{shown} exists; not overwritten")
+        check_writable(path, "--out", directory=False)
+        if not path.parent.is_dir():
+            raise HorusInputError("--out", f"{shown}: no directory {path.parent}; expected a file in an existing "
+                                           "directory")
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:  # a name too long, a read-only place, a race with another writer
+        raise HorusInputError("--out", f"{shown}: {exc.strerror or exc}; expected a new file in a writable "
+                                       "directory") from None
 
 
 def run_list(args: argparse.Namespace) -> int:
