@@ -152,7 +152,8 @@ def schemathesis(url: str, token: str, workdir: Path, *, max_examples: int, seed
     return {"command": shown, "exit_code": done.returncode, "requests_generated": int(generated.group(1)) if generated
             else 0, "failures_by_check": failures, "failures": sum(failures.values()),
             "errors": int(errors.group(1)) if errors else 0, "responses_5xx_reported": server_errors,
-            "wall_s": round(wall, 1), "output_tail": out[-3000:] if done.returncode else ""}
+            "wall_s": round(wall, 1), "output_tail": out[-3000:] if done.returncode else "",
+            "reproductions": re.findall(r"^\s*(curl -X .{0,300})", out, flags=re.MULTILINE)[:50]}
 
 
 def server_5xx(log: Path) -> int:

@@ -82,4 +82,4 @@ def test_a_new_endpoint_is_fuzzed_without_editing_the_fuzzer(tmp_path: Path) -> 
         fuzz_api._stop(proc)
     assert run["exit_code"] != 0
     assert run["failures_by_check"].get("ST101 Server error", 0) >= 1, run
-    assert "/v1/ratio" in run["output_tail"] and "parts=0" in run["output_tail"]
+    assert any("/v1/ratio" in r and "parts=0" in r for r in run["reproductions"]), run["reproductions"]

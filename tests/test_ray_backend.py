@@ -218,7 +218,7 @@ def test_horus_serve_cli_runs_jobs_on_the_ray_cluster_and_survives_kill_9(cluste
     try:
         client = serve.start()
         too_big = client.post("/v1/jobs", json={"command": ["true"], "num_gpus": 9})
-        assert too_big.status_code == 422 and "needs 9 GPUs; the cluster has 4" in too_big.text
+        assert too_big.status_code == 409 and "needs 9 GPUs; the cluster has 4" in too_big.text
         job = client.post("/v1/jobs", json={"command": [sys.executable, str(script), str(out), "60"]}).json()
         key = str(job["id"])
 
