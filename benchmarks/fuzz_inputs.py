@@ -761,7 +761,8 @@ class CommandSpec:
 
 OUTPUT_WORDS = ("out", "output", "write", "checkpoint-dir", "workdir", "state-dir")
 PATH_WORDS = ("dir", "file", "path", "trace", "cluster", "gavel", "profiles", "colocation", "solo", "campaign",
-              "onnx", "reference", "kubeconfig", "tls", "source", "data", "gpumemnet")
+              "onnx", "reference", "kubeconfig", "source", "data", "datasets", "gpumemnet",
+              "params", "workdir")
 
 
 def _role(flag: str, action: argparse.Action) -> str:
@@ -775,7 +776,9 @@ def _role(flag: str, action: argparse.Action) -> str:
     name = flag.lstrip("-").lower()
     words = f"{name} {action.metavar or ''} {action.help or ''}".lower()
     type_name = getattr(action.type, "__name__", "")
-    path_like = (action.type is Path or "path" in type_name or name == "out" or any(w in name for w in PATH_WORDS)
+    last = name.split("-")[-1]  # "predictor-dir" is a path, "solo-predictor" is not
+    path_like = (action.type is Path or "path" in type_name or name == "out" or name.startswith("tls-")
+                 or last in PATH_WORDS or name in PATH_WORDS
                  or str(action.metavar) in ("PATH", "DIR", "FILE", "SWEEP", "DATA"))
     if not path_like:
         return "string"
@@ -1102,6 +1105,11 @@ def _num(x: float, integer: bool) -> str:
     return repr(float(x))
 
 
+# Options that set an amount of work (iterations, seconds of measurement, jobs): valid values far above their
+# default are legitimate but would run past the per-case timeout, so only values up to 10x the default are tried.
+WORK_WORDS = ("iterations", "budget", "window", "repeats", "warmup", "jobs")
+
+
 def number_values(opt: OptionSpec) -> list[tuple[str, str]]:
     """(value, label) for a numeric option: from its Domain when declared, else only non-finite/huge values are
     ``invalid`` and the rest ``any`` (no option should accept a non-finite number)."""
@@ -1116,6 +1124,9 @@ def number_values(opt: OptionSpec) -> list[tuple[str, str]]:
         if isinstance(opt.default, (int, float)) and not isinstance(opt.default, bool) \
                 and dom.contains(opt.default):  # type: ignore[attr-defined]
             valid.add(float(opt.default))
+        if any(w in opt.flag for w in WORK_WORDS):  # an amount of work: its domain's top is valid but runs for hours
+            default = float(opt.default) if isinstance(opt.default, (int, float)) and opt.default else 10.0
+            valid = {v for v in valid if v <= max(lo + 1, 10 * default)}
         out += [(_num(v, integer), "valid") for v in sorted(valid) if math.isfinite(v)]
         candidates = ["nan", "inf", "-inf", "1e308", "-1e308", str(2**70), "", "x", FULLWIDTH_12, "0x10", " ",
                       "1_000", "+-1", "1e", "--1"]

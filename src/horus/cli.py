@@ -9,6 +9,7 @@ missing optional package such as torch: ``horus.extras``); a closed stdout (``ho
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -80,6 +81,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if missing is None:
             raise
         print(f"horus: error: {missing}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:  # any command, any path option: the OS refuses the name itself
+            raise
+        name = str(exc.filename or "")
+        print(f"horus: error: {name[:80]}{'...' if len(name) > 80 else ''}: path too long "
+              f"({len(name):,} characters; Linux allows 255 per name, 4,095 in all)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("horus: interrupted", file=sys.stderr)

@@ -155,7 +155,7 @@ class NumberArg:
 
         raw = text.strip()
         value: int | float | None = None
-        if raw.isascii() and raw and len(raw) <= 64:
+        if raw.isascii() and raw and len(raw) <= 64 and "_" not in raw:  # Python's 1_000 is not a number to a user
             try:
                 value = int(raw) if self.domain.integer else float(raw)
             except ValueError:

@@ -138,6 +138,10 @@ def _run(campaign: Campaign, args: argparse.Namespace, solo_rows: list[dict[str,
 
     settings = _settings(args)
     jobs = [e.job for e in campaign.solo] + [m for e in campaign.colocate for m in e.members]
+    from horus.profiling.models import resolve_model
+
+    for model in sorted({job.model for job in jobs}):  # unknown names fail here, before a row is written
+        resolve_model(model)
     for job in jobs:  # a conv net below its total stride measures no network anyone trains
         check_input_size(job.model, job.input_size, str(args.campaign) if args.campaign else "--input-size")
     check_output_path(args.out, "--out")  # reruns resume in an existing directory; nothing else may stand there
@@ -241,6 +245,7 @@ def _plan_pairs(args: argparse.Namespace) -> int:
             raise HorusInputError(str(manifest), "gpu_memory_mib: missing; pass --capacity-mib")
         CAPACITY_MIB.check(capacity, str(manifest), "gpu_memory_mib")
     doc = plan_sets(solo, float(capacity), args.pairs, args.triples, args.seed, args.repeats)
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # check_output_path found it creatable
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {len(doc['colocate'])} sets to {args.out}")
     return 0

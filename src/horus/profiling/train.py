@@ -10,10 +10,13 @@ next attempt, and on SIGTERM (preemption, cancel) saves a checkpoint before it e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from horus.errors import HorusInputError
 from horus.extras import require
@@ -39,6 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-dir", help="default $HORUS_CHECKPOINT_DIR")
     p.add_argument("--seed", type=NumberArg("seed"), default=0)
     p.set_defaults(func=run_train)
+
+
+@contextlib.contextmanager
+def _memory_is_input(args: argparse.Namespace, device: object, torch: Any) -> Iterator[None]:
+    """A batch that does not fit the device's memory is the user's input: one clear line, not a traceback."""
+    try:
+        yield
+    except (torch.OutOfMemoryError, MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and not isinstance(exc, torch.OutOfMemoryError) \
+                and "allocate" not in str(exc):  # the CPU allocator's failure is a plain RuntimeError
+            raise
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise HorusInputError("--batch-size", f"{args.model} at batch {args.batch_size} does not fit in {device} "
+                                              f"memory ({first}); use a smaller --batch-size or --input-size") from None
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -73,7 +90,9 @@ def run_train(args: argparse.Namespace) -> int:
     device = torch.device("cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu")
     spec = resolve_model(args.model)
     settings = LoopSettings(device=device.type, optimizer=args.optimizer, seed=args.seed)
-    trainer = Trainer(spec, JobConfig(args.model, args.batch_size, args.precision, args.input_size), settings, device)
+    with _memory_is_input(args, device, torch):
+        trainer = Trainer(spec, JobConfig(args.model, args.batch_size, args.precision, args.input_size), settings,
+                          device)
     path = folder / CHECKPOINT if folder else None
     start = 0
     if path is not None and path.exists():
@@ -97,7 +116,11 @@ def run_train(args: argparse.Namespace) -> int:
     began = time.perf_counter()
     done = start
     for done in range(start + 1, args.iterations + 1):
-        trainer.step()
+        if done == start + 1:  # the first step allocates what every later one needs
+            with _memory_is_input(args, device, torch):
+                trainer.step()
+        else:
+            trainer.step()
         horus.report(done - start)
         if stopping:
             save(done)

@@ -79,11 +79,12 @@ def load_sweep(path: Path) -> dict[str, Any]:
 
             frame = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
             return {"groups": group_rows(frame.to_dict("records")), "command": "", "source": str(table)}
+    from horus.validation import MAX_CONFIG_BYTES, read_input_bytes
+
+    raw = read_input_bytes(source, "a sweep JSON or a horus sweep --out folder", MAX_CONFIG_BYTES)
     try:
-        data = json.loads(source.read_text())
-    except FileNotFoundError:
-        raise HorusInputError(str(path), "no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise HorusInputError(str(source), f"not a sweep JSON ({exc})") from None
     rows = data.get("means", data.get("aggregate")) if isinstance(data, dict) else None
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "policy" in r for r in rows):
