@@ -7,9 +7,9 @@ import argparse
 from pathlib import Path
 
 import pytest
+from test_inputs_regressions import assert_clear, run
 
 from horus.validation import NumberArg
-from test_inputs_regressions import assert_clear, run
 
 
 def test_a_path_too_long_for_the_os_is_one_line_on_any_command(tmp_path: Path) -> None:
