@@ -1139,7 +1139,7 @@ def number_values(opt: OptionSpec) -> list[tuple[str, str]]:
         for text in candidates:
             try:
                 value = int(text) if integer else float(text)
-                inside = text.isascii() and dom.contains(value)  # type: ignore[attr-defined]
+                inside = text.isascii() and "_" not in text and dom.contains(value)  # type: ignore[attr-defined]
             except ValueError:
                 inside = False
             if text == "1e3" and integer:

@@ -52,3 +52,11 @@ def test_numberarg_takes_plain_ascii_numbers_only(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         NumberArg("seed")(text)
     assert NumberArg("seed")(" 12 ") == 12
+
+
+def test_the_extender_refuses_a_kubeconfig_it_would_ignore(tmp_path: Path) -> None:
+    config = tmp_path / "kubeconfig"
+    config.write_bytes(b"\x00\xff random")
+    rc, _, err = run(["k8s-extender", "--api-server", "http://127.0.0.1:9", "--kubeconfig", str(config),
+                      "--port", "0"])
+    assert_clear(rc, err, "--api-server", "cannot be combined with --kubeconfig")

@@ -95,6 +95,9 @@ def _check_options(args: argparse.Namespace) -> tuple[dict[str, Any], float]:
     if stale_after_s < args.resync_s:
         raise HorusInputError("--stale-after-s", f"{stale_after_s:g} s is shorter than --resync-s "
                                                  f"({args.resync_s:g} s): /healthz would fail between listings")
+    if args.api_server and (args.kubeconfig or args.context):  # one of them would be ignored
+        raise HorusInputError("--api-server", "talks to that address without credentials; it cannot be combined "
+                                              "with --kubeconfig or --context")
     for option, path, what in (("--kubeconfig", args.kubeconfig, "a kubeconfig file"),
                                ("--tls-cert", args.tls_cert, "a PEM certificate"),
                                ("--tls-key", args.tls_key, "a PEM private key"),
