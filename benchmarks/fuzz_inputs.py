@@ -1182,8 +1182,9 @@ def option_values(opt: OptionSpec) -> list[tuple[str | None, str]]:
     if opt.role == "choice":
         assert opt.choices is not None
         out: list[tuple[str | None, str]] = [(c, "valid") for c in opt.choices]
-        bad = ["nope", "", opt.choices[0].upper() if opt.choices[0].upper() != opt.choices[0] else opt.choices[0] + "x",
-               opt.choices[0] + " "]
+        folds_case = opt.type_name in ("lower", "casefold")  # the option declares itself case-insensitive
+        bad = ["nope", "", opt.choices[0].upper() if opt.choices[0].upper() != opt.choices[0] and not folds_case
+               else opt.choices[0] + "x", opt.choices[0] + " "]
         return out + [(b, "invalid") for b in bad if b not in opt.choices]
     if opt.role in ("input", "output"):
         return list(path_values(opt))
