@@ -1054,7 +1054,7 @@ def _measured_mutation(rng: random.Random) -> tuple[bytes, bytes, str, str]:
     elif choice == "failed_status_nan":
         coloc[0][c("status")], coloc[1][c("status")] = "oom", "oom"
         coloc[0][c("normalized_throughput")] = coloc[1][c("normalized_throughput")] = ""
-        label = "valid"  # an unmeasured (failed) set carries no throughput
+        label = "any"  # an unmeasured (failed) set carries no throughput; refused when the trace needs that set
     elif choice == "wrong_set_size":
         coloc[0][c("set_size")] = coloc[1][c("set_size")] = 3
     elif choice == "duplicate_member":
