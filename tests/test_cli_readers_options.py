@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_helpers import assert_clear, run
 
-from horus.cli import build_parser, main
+from horus.cli import build_parser
 from horus.validation import NumberArg
 
 FIXTURE = Path(__file__).parent / "fixtures" / "coloc_synthetic"
@@ -25,25 +26,6 @@ PROFILES = Path(__file__).parent / "fixtures" / "synthetic_profiles" / "SYNTHETI
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 OWNED = (("predict",), ("predictor", "train"), ("predictor", "evaluate"), ("predictor", "calibrate"), ("features",),
          ("profile",), ("profile", "colocate"), ("profile", "plan-pairs"), ("train",), ("colocation", "analyze"))
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as exc:
-            rc = int(exc.code or 0)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def assert_clear(rc: int, err: str, *needles: str) -> None:
-    assert rc == 2, err
-    assert "Traceback" not in err
-    last = err.strip().splitlines()[-1]
-    assert last.startswith(("horus: error:", "horus ")) and "error:" in last, err
-    for needle in needles:
-        assert needle in last, last
 
 
 def _subparser(path: tuple[str, ...]) -> argparse.ArgumentParser:

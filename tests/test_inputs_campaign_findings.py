@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from test_inputs_regressions import assert_clear, run
+from cli_helpers import assert_clear, run
 
 from horus.validation import NumberArg
 

@@ -3,10 +3,6 @@ no silent acceptance, rejections reported, quirks counted."""
 
 from __future__ import annotations
 
-import re
-
-import contextlib
-import io
 import json
 import subprocess
 import sys
@@ -14,6 +10,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_clear, run
 
 from horus.cli import main
 from horus.errors import HorusInputError
@@ -22,25 +19,6 @@ from horus.sources.gavel import load_gavel
 REPO = Path(__file__).resolve().parents[1]
 TRACE = "job_id,submit_time,num_gpus,model,batch_size,iterations\nj1,0,1,resnet50,64,100\nj2,5,{gpus},,,200\n"
 SIM = ["simulate", "--no-progress", "--policy", "fifo-exclusive"]
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as exc:
-            rc = int(exc.code or 0)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def assert_clear(rc: int, err: str, *needles: str) -> None:
-    assert rc == 2, err
-    lines = err.strip().splitlines()
-    assert re.match(r"horus( [a-z-]+)*: error: ", lines[-1]), err  # ours, or argparse's "horus CMD: error:"
-    assert "Traceback" not in err
-    for needle in needles:
-        assert needle in lines[-1], lines[-1]
 
 
 def trace(tmp_path: Path, gpus: object = 2, name: str = "t.csv") -> Path:
@@ -247,7 +225,7 @@ def test_unknown_gpu_type_is_an_error(tmp_path: Path) -> None:
 
 
 def test_failed_run_removes_its_output_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import horus.sim.runner as runner
+    from horus.sim import runner
 
     def broken(*args: object, **kwargs: object) -> None:
         raise HorusInputError("plots", "disk full")
@@ -260,7 +238,7 @@ def test_failed_run_removes_its_output_directory(tmp_path: Path, monkeypatch: py
 
 
 def test_plots_are_titled_with_trace_cluster_and_truth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import horus.sim.plots as plots
+    from horus.sim import plots
 
     titles: list[str | None] = []
     save = plots._save
@@ -343,7 +321,6 @@ def test_profile_campaign_where_nothing_succeeded_fails(tmp_path: Path) -> None:
 
 def test_measured_truth_from_the_cli_needs_its_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`--truth measured` used to end in a TypeError traceback; now its tables are options, checked first."""
-    from horus.cli import main
 
     fixture = Path(__file__).parent / "fixtures" / "coloc_synthetic"
     out = tmp_path / "out"

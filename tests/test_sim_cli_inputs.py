@@ -5,16 +5,15 @@ work, nothing written on failure, never a traceback."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
-import io
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_clear, run
 
-from horus.cli import build_parser, main
+from horus.cli import build_parser
 from horus.validation import NumberArg
 
 GAVEL_KEY = "('ResNet-18 (batch size {b})', 1)"
@@ -23,25 +22,6 @@ SWEEP = ["sweep", "--no-ray", "--policy", "fifo-exclusive", "--max-jobs", "5"]
 OWN_COMMANDS = (("simulate",), ("sweep",), ("sweep-report",), ("trace", "generate"), ("interference", "train"),
                 ("interference", "evaluate"), ("interference", "predict"))
 unix_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc exists on Linux only")
-
-
-def run(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as exc:
-            rc = int(exc.code or 0)
-    return rc, out.getvalue(), err.getvalue()
-
-
-def assert_clear(rc: int, err: str, *needles: str) -> None:
-    """Exit 2, no traceback, the last line an error naming every needle."""
-    assert rc == 2, err
-    last = err.strip().splitlines()[-1]
-    assert "Traceback" not in err and "error:" in last, err
-    for needle in needles:
-        assert needle in last, err
 
 
 def gavel(tmp_path: Path) -> Path:
