@@ -138,8 +138,10 @@ def _run(campaign: Campaign, args: argparse.Namespace, solo_rows: list[dict[str,
 
     settings = _settings(args)
     jobs = [e.job for e in campaign.solo] + [m for e in campaign.colocate for m in e.members]
+    from horus.extras import require
     from horus.profiling.models import resolve_model
 
+    require("torch", "horus profile")  # the zoo needs it; say so before naming a model unknown
     for model in sorted({job.model for job in jobs}):  # unknown names fail here, before a row is written
         resolve_model(model)
     for job in jobs:  # a conv net below its total stride measures no network anyone trains
