@@ -1325,8 +1325,11 @@ def generate(n: int, seed: int, only: str | None = None, commands: list[CommandS
     cmds = [c for c in (commands or []) if c.options and (only is None or f"cli:{c.name}".startswith(only))]
     # each command in turn, a slow one (its baseline's seconds, weights_by_command) less often, but at least once
     wbc = weights_by_command or {}
-    order = [c for c in cmds for _ in range(max(1, round(8 * wbc.get(c.name, 1.0))))]
-    rng.shuffle(order)
+    first = list(cmds)  # one case of every command before any command's second (a short campaign covers all)
+    rng.shuffle(first)
+    rest = [c for c in cmds for _ in range(max(1, round(8 * wbc.get(c.name, 1.0))) - 1)]
+    rng.shuffle(rest)
+    order = first + rest
     k = 0
     for _ in range(n):
         if order and (not names or rng.random() < cli_share):
