@@ -1402,7 +1402,8 @@ def run_case(case: Case, root: Path) -> dict[str, object]:
                             and _normalize(last, d)[:300] == getattr(case, "expected_message", None))
     if rc is None or "Traceback (most recent call last)" in stderr:
         cls = "traceback"
-    elif rc == 0 or same_as_baseline:  # same_as_baseline: got as far as the baseline (past every option check)
+    elif rc == 0 or same_as_baseline or rc in DOCUMENTED_EXITS.get(str(getattr(case, "command", "")), ()):
+        # same_as_baseline: got as far as the baseline (past every option check); a documented exit code: success
         warned = "horus: warning:" in stderr
         if case.label == "invalid" or (case.label == "warn" and not warned):
             cls = "silently_accepted"
@@ -1413,7 +1414,7 @@ def run_case(case: Case, root: Path) -> dict[str, object]:
     else:
         cls = "traceback"  # another exit code, or no clear one-line message
         exc_text = exc_text or f"exit {rc}: {last[:200]}"
-    wrote = bool(after - before) and rc != 0 and not same_as_baseline
+    wrote = bool(after - before) and cls not in ("accepted", "silently_accepted")
     shutil.rmtree(d, ignore_errors=True)
     result: dict[str, object] = {
         "surface": case.surface, "label": case.label, "note": case.note[:200], "class": cls, "rc": rc,
@@ -1520,6 +1521,9 @@ class Pool:
 
 
 CLASSES = ("clear_error", "traceback", "hang", "silently_accepted", "accepted", "false_rejection")
+# exit codes a command documents as a kind of success (docs/profiling.md: 3 = --time-budget-s stopped it, rerun to
+# continue); any other code but 0 and 2 is a finding
+DOCUMENTED_EXITS: dict[str, tuple[int, ...]] = {"profile": (3,), "profile colocate": (3,)}
 
 
 FINDING_CLASSES = ("traceback", "hang", "silently_accepted", "false_rejection")
