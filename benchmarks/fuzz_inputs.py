@@ -1439,8 +1439,15 @@ def _worker(conn: object, root: str, memory_gib: float) -> None:
     with contextlib.suppress(ImportError):  # warm worker: torch's import (seconds) is not charged to one case
         import torch  # noqa: F401
 
+    parent = os.getppid()
     while True:
-        case = conn.recv()  # type: ignore[attr-defined]
+        while not conn.poll(2.0):  # type: ignore[attr-defined]
+            if os.getppid() != parent:  # the campaign was killed: siblings hold its pipe, so recv() would wait forever
+                return
+        try:
+            case = conn.recv()  # type: ignore[attr-defined]
+        except EOFError:
+            return
         if case is None:
             return
         conn.send(run_case(case, Path(root)))  # type: ignore[attr-defined]
