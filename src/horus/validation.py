@@ -442,11 +442,6 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
-def check_writable(path: Path, option: str, *, directory: bool = True) -> None:
-    """:func:`check_output_path` (kept as a name: it probes writability with a temporary file too)."""
-    check_output_path(path, option, directory=directory)
-
-
 def check_input_path(path: Path, option: str, what: str, *, directory: bool = False) -> None:
     """HorusInputError unless ``path`` exists and is a file (``directory``: a directory), before any work."""
     if not _exists(path, option):

@@ -7,6 +7,7 @@ import json
 import sys
 
 from horus.sim import options as opt
+from horus.validation import NumberArg, check_input_path, check_output_path, path_arg
 
 GAVEL_GPUS = ("v100", "p100", "k80")
 MAX_FOLDS = 100
@@ -20,7 +21,7 @@ def _check_common(args: argparse.Namespace) -> None:
     from horus.validation import check_option
 
     check_option("--seed", args.seed, "seed")
-    opt.check_input_file(args.gavel, "--gavel", "Gavel's simulation_throughputs.json")
+    check_input_path(args.gavel, "--gavel", "Gavel's simulation_throughputs.json")
     if args.solo_predictor:
         load_all("horus.predict")
         if args.solo_predictor not in PREDICTORS:
@@ -67,7 +68,7 @@ def _train(args: argparse.Namespace) -> int:
 
     _check_common(args)
     output = OutputDir(args.out, "--out")  # checked before the data is read
-    opt.check_writable(args.out, "--out")
+    check_output_path(args.out, "--out")
     data, sha, quirks = _load(args.gavel, (args.gpu,), args.drop_both_at_solo)
     features = default_features(args.solo_predictor)
     obs = data[args.gpu]
@@ -184,19 +185,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = parser.add_subparsers(dest="interference_command", metavar="ACTION", required=True)
 
     def data_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--gavel", required=True, type=opt.path_arg, help="Gavel simulation_throughputs.json")
+        p.add_argument("--gavel", required=True, type=path_arg, help="Gavel simulation_throughputs.json")
         p.add_argument("--gpu", default="v100", choices=GAVEL_GPUS, help="GPU type to train on")
         p.add_argument("--drop-both-at-solo", action="store_true",
                        help="exclude Gavel pairs where both jobs are exactly at solo throughput (kept by default)")
         p.add_argument("--solo-predictor", default="analytic",
                        help="registered solo predictor for util/memory features ('' for graph features only)")
-        p.add_argument("--seed", type=opt.number(opt.SEED), default=0, help="0 to 2**32-1 (default 0)")
+        p.add_argument("--seed", type=NumberArg(opt.SEED), default=0, help="0 to 2**32-1 (default 0)")
 
     train = sub.add_parser("train", help="train a model on Gavel pairs and save it")
     data_args(train)
     train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util", "physical"))
-    train.add_argument("--out", required=True, type=opt.path_arg, help="output directory")
-    train.add_argument("--folds", type=opt.number(opt.TRAIN_FOLDS), default=5,
+    train.add_argument("--out", required=True, type=path_arg, help="output directory")
+    train.add_argument("--folds", type=NumberArg(opt.TRAIN_FOLDS), default=5,
                        help=f"k-fold held-out check stored in the sidecar, 2 to {MAX_FOLDS} and at most the measured "
                             "co-located sets (0 or 1: skip; default 5)")
     train.set_defaults(func=_train)
@@ -205,14 +206,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     data_args(evaluate)
     evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "cold-start-cross-gpu", "all"))
     evaluate.add_argument("--models", default="", help="comma-separated model names (default: all compared)")
-    evaluate.add_argument("--folds", type=opt.number(opt.EVALUATE_FOLDS), default=5,
+    evaluate.add_argument("--folds", type=NumberArg(opt.EVALUATE_FOLDS), default=5,
                           help=f"k of the random protocol, 2 to {MAX_FOLDS} and at most the measured co-located sets "
                                "(default 5)")
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(func=_evaluate)
 
     predict = sub.add_parser("predict", help="normalized throughput of each job of a co-located set")
-    predict.add_argument("--model-dir", required=True, type=opt.path_arg)
+    predict.add_argument("--model-dir", required=True, type=path_arg)
     predict.add_argument("--gpu", default="v100", help="GPU type: v100 (default), p100, k80 or a preset (A100-80GB...)")
     predict.add_argument("job_types", nargs="+", metavar="JOB_TYPE", help="e.g. resnet50/b64 lstm_lm/b20")
     predict.set_defaults(func=_predict)

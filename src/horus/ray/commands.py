@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from horus.sim import options as opt
+from horus.validation import NumberArg, check_output_path, path_arg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,23 +20,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(per cell, and mean +- std over seeds). Needs the ray extra; --no-ray runs the cells here, one by one.")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
                    help="policy (repeatable; default: every registered policy)")
-    p.add_argument("--trace", action="append", dest="traces", metavar="PATH", type=opt.path_arg,
+    p.add_argument("--trace", action="append", dest="traces", metavar="PATH", type=path_arg,
                    help="trace file (repeatable; default: the embedded default workload)")
-    p.add_argument("--cluster", action="append", dest="clusters", metavar="PATH", type=opt.path_arg,
+    p.add_argument("--cluster", action="append", dest="clusters", metavar="PATH", type=path_arg,
                    help="cluster spec YAML or openb node CSV (repeatable; default: the embedded 8x8 V100)")
     p.add_argument("--seeds", default="0",
                    help=f"comma-separated sampler seeds, or A-B, each 0 to 2**32-1, at most {MAX_SEEDS} (default 0)")
     p.add_argument("--format", dest="fmt",
                    help="format of every --trace: horus (default), philly or openb")
     p.add_argument("--truth", default="parametric", help="truth model: parametric (default) or gavel")
-    p.add_argument("--gavel", type=opt.path_arg, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--gavel", type=path_arg, help="Gavel simulation_throughputs.json (for --truth gavel)")
     p.add_argument("--memory-truth", choices=("formula", "deviated"),
                    help="true peak memory: deviated (default; the formula off by a deviation per job type fitted on "
                         "measured trainings, docs/truth.md) or formula (the truth's own)")
     p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
-    p.add_argument("--predictor-dir", type=opt.path_arg, help="trained predictor directory (for --predictor learned)")
+    p.add_argument("--predictor-dir", type=path_arg, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
-    p.add_argument("--max-jobs", type=opt.number(opt.MAX_JOBS),
+    p.add_argument("--max-jobs", type=NumberArg(opt.MAX_JOBS),
                    help="use only the first N jobs of each trace (1 to 20,000,000)")
     p.add_argument("--sizes", default="estimate", choices=("estimate", "exact", "none"),
                    help="what every policy is told of job lengths, as horus simulate --sizes (default estimate)")
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="what running jobs report, as horus simulate --telemetry (default noisy, seeded by the cell)")
     p.add_argument("--ray-address", help="Ray cluster to use (default: find one, or start one on this machine)")
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process, one after another")
-    p.add_argument("--out", type=opt.path_arg, help="results directory (default: results/sweep-<UTC time>)")
+    p.add_argument("--out", type=path_arg, help="results directory (default: results/sweep-<UTC time>)")
     p.add_argument("--json", action="store_true", help="print the per-cell rows as JSON on stdout")
     p.set_defaults(func=run_sweep_command)
     r = subparsers.add_parser(
@@ -51,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write one self-contained comparison page (a table per world and workload with policies as "
         "rows and the best per column marked, heat maps and bar charts) for a 'horus sweep' output folder or its "
         "sweep.json, or for experiments/results/sweep.json. 'horus sweep' writes it by itself.")
-    r.add_argument("source", type=opt.path_arg, metavar="SWEEP", help="sweep.json, or a 'horus sweep --out' folder")
-    r.add_argument("--out", type=opt.path_arg, help="page to write (default: sweep.html next to SWEEP's JSON)")
+    r.add_argument("source", type=path_arg, metavar="SWEEP", help="sweep.json, or a 'horus sweep --out' folder")
+    r.add_argument("--out", type=path_arg, help="page to write (default: sweep.html next to SWEEP's JSON)")
     r.set_defaults(func=run_sweep_report_command)
 
 
@@ -141,7 +142,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("results") / f"sweep-{stamp}"
     output = OutputDir(out, "--out")  # before any simulation runs: a bad --out must not waste the sweep
-    opt.check_writable(out, "--out")
+    check_output_path(out, "--out")
     cells = grid(policies, traces, parse_seeds(args.seeds), clusters)
     check_cells(cells, settings)
     log = sys.stderr if args.json else sys.stdout
@@ -210,7 +211,7 @@ def run_sweep_report_command(args: argparse.Namespace) -> int:
         raise HorusInputError(str(args.source), "no such file or folder")
     source_dir = args.source if args.source.is_dir() else args.source.parent
     target = args.out or source_dir / "sweep.html"
-    opt.check_writable(target, "--out", directory=False)
+    check_output_path(target, "--out", directory=False)
     try:
         written = write_sweep_report(args.source, target)
     except OSError as exc:

@@ -249,10 +249,10 @@ def run_agent(args: argparse.Namespace) -> int:
 
 def _check_workdir(workdir: Path) -> None:
     """The agent's job folders: a writable directory (or one that can be made), checked before joining."""
-    from horus.validation import check_writable
+    from horus.validation import check_output_path
 
     try:
-        check_writable(workdir, "--workdir", directory=True)
+        check_output_path(workdir, "--workdir", directory=True)
     except OSError as exc:  # e.g. a name longer than the file system allows
         raise HorusInputError("--workdir", f"{str(workdir)[:80]}: {exc.strerror or exc}") from None
 

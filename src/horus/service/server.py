@@ -77,10 +77,10 @@ def check_listen_address(host: str, port: int, host_option: str = "--host", port
 def check_state_dir(state_dir: Path, option: str = "--state-dir") -> None:
     """HorusInputError unless ``state_dir`` is (or can be created as) a writable directory whose ``token`` and
     ``job_secret``, where present, are files: checked before anything is written."""
-    from horus.validation import check_writable
+    from horus.validation import check_output_path
 
     try:
-        check_writable(state_dir, option, directory=True)
+        check_output_path(state_dir, option, directory=True)
         for name in ("token", "job_secret", "horus.db"):
             if (state_dir / name).is_dir():
                 raise HorusInputError(option, f"{state_dir / name} is a directory; expected a file (or nothing)")

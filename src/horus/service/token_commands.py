@@ -88,13 +88,13 @@ def run_create(args: argparse.Namespace) -> int:
 
 def _open_out(path: Path) -> int:
     """A new file (mode 0600) for ``--out``, in a directory that exists; never an existing file."""
-    from horus.validation import check_writable
+    from horus.validation import check_output_path
 
     shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "..."
     try:
         if path.exists() or path.is_symlink():
             raise HorusInputError("--out", f"{shown} exists; not overwritten")
-        check_writable(path, "--out", directory=False)
+        check_output_path(path, "--out", directory=False)
         if not path.parent.is_dir():
             raise HorusInputError("--out", f"{shown}: no directory {path.parent}; expected a file in an existing "
                                            "directory")

@@ -11,6 +11,7 @@ from typing import Any
 
 from horus.sim import options as opt
 from horus.sim.world import MEMORY_TRUTHS, build_predictor, build_truth, check_world_options, embedded, memory_truth_for
+from horus.validation import NumberArg, check_input_path, check_output_path, path_arg
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (summary key, column header, format)
@@ -46,52 +47,52 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Simulate a job trace on a GPU cluster under one or more scheduling policies. With no arguments, "
         "runs the embedded default workload on the embedded 64-GPU cluster under every registered policy.",
     )
-    p.add_argument("--trace", type=opt.path_arg, help="trace file (default: the embedded default workload)")
+    p.add_argument("--trace", type=path_arg, help="trace file (default: the embedded default workload)")
     p.add_argument("--format", dest="fmt", help="format of --trace: horus, philly or openb (default horus)")
-    p.add_argument("--cluster", type=opt.path_arg,
+    p.add_argument("--cluster", type=path_arg,
                    help="cluster spec YAML, or for --format openb the openb node CSV (default: embedded 8x8 V100)")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
                    help="policy to run (repeatable; default: every registered policy)")
     p.add_argument("--truth", default="parametric",
                    help="truth model: parametric (default), gavel (--gavel) or measured (--profiles, --colocation)")
-    p.add_argument("--gavel", type=opt.path_arg, help="Gavel simulation_throughputs.json (for --truth gavel)")
-    p.add_argument("--profiles", type=opt.path_arg, help="solo profile table (horus profile) for --truth measured")
-    p.add_argument("--colocation", type=opt.path_arg,
+    p.add_argument("--gavel", type=path_arg, help="Gavel simulation_throughputs.json (for --truth gavel)")
+    p.add_argument("--profiles", type=path_arg, help="solo profile table (horus profile) for --truth measured")
+    p.add_argument("--colocation", type=path_arg,
                    help="co-location table (horus profile colocate) for --truth measured")
     p.add_argument("--memory-truth", choices=MEMORY_TRUTHS,
                    help="true peak memory: deviated (default; the formula off by a deviation per job type fitted on "
                         "measured trainings, docs/truth.md) or formula (the truth's own); not with --truth measured")
-    p.add_argument("--interference-scale", type=opt.number(opt.INTERFERENCE_SCALE), default=1.0, metavar="S",
+    p.add_argument("--interference-scale", type=NumberArg(opt.INTERFERENCE_SCALE), default=1.0, metavar="S",
                    help="scale every co-location slowdown: x' = 1/(1 + S(1/x - 1)), S in [0, 100]; 0 = free, "
                         "1 = the truth (default)")
-    p.add_argument("--losing-pairs", type=opt.number(opt.LOSING_PAIRS), default=0.0, metavar="F",
+    p.add_argument("--losing-pairs", type=NumberArg(opt.LOSING_PAIRS), default=0.0, metavar="F",
                    help="make a seeded share F in [0, 1] of job-type pairs lose when sharing a GPU (combined throughput "
                         "0.6-0.95; docs/truth.md): a world where co-locating can cost (default 0: the truth)")
     p.add_argument("--predictor", default="physical",
                    help="predictor: physical (default; best on the held-out evaluation, docs/predictors.md), "
                         "analytic or learned")
-    p.add_argument("--predictor-dir", type=opt.path_arg, help="trained predictor directory (for --predictor learned)")
-    p.add_argument("--interference-model", type=opt.path_arg, metavar="DIR",
+    p.add_argument("--predictor-dir", type=path_arg, help="trained predictor directory (for --predictor learned)")
+    p.add_argument("--interference-model", type=path_arg, metavar="DIR",
                    help="trained interference model (horus interference train) for the geng and horus-iasp policies")
     p.add_argument("--sizes", default="estimate", choices=("estimate", "exact", "none"),
                    help="what every policy is told of job lengths (docs/simulator.md, 'Job sizes'): estimate "
                         "(default: the user's stated length, with early termination and misjudgement), exact "
                         "(the true length: clairvoyant) or none (size-ordered policies are then left out)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
-    p.add_argument("--max-jobs", type=opt.number(opt.MAX_JOBS), help="use only the first N jobs of the trace (1 to 20,000,000)")
+    p.add_argument("--max-jobs", type=NumberArg(opt.MAX_JOBS), help="use only the first N jobs of the trace (1 to 20,000,000)")
     p.add_argument("--telemetry", default="noisy", metavar="MODEL",
                    help="what running jobs report to the policies: noisy (default: a report every period, log-normal "
                         "rate noise, no rate before a warm-up after each (re)start) or exact (the true rate at once); "
                         "docs/simulator.md, 'Telemetry'")
-    p.add_argument("--telemetry-period-s", type=opt.number(opt.TELEMETRY_PERIOD_S), metavar="S",
+    p.add_argument("--telemetry-period-s", type=NumberArg(opt.TELEMETRY_PERIOD_S), metavar="S",
                    help="noisy telemetry: seconds between reports, 1 to 86,400 (60)")
-    p.add_argument("--telemetry-sigma", type=opt.number(opt.TELEMETRY_SIGMA), metavar="SIGMA",
+    p.add_argument("--telemetry-sigma", type=NumberArg(opt.TELEMETRY_SIGMA), metavar="SIGMA",
                    help="noisy telemetry: sigma of the log-normal rate noise, 0 to 1 (0.05)")
-    p.add_argument("--telemetry-warmup", type=opt.number(opt.TELEMETRY_WARMUP), metavar="ITERS",
+    p.add_argument("--telemetry-warmup", type=NumberArg(opt.TELEMETRY_WARMUP), metavar="ITERS",
                    help="noisy telemetry: iterations after the restore stall before a rate is reported, 0 to 1e6 (50)")
-    p.add_argument("--seed", type=opt.number(opt.SEED), default=0,
+    p.add_argument("--seed", type=NumberArg(opt.SEED), default=0,
                    help="seed for the profile sampler and noisy telemetry, 0 to 2**32-1 (default 0)")
-    p.add_argument("--out", type=opt.path_arg, help="results directory (default: results/<trace>-<UTC time>)")
+    p.add_argument("--out", type=path_arg, help="results directory (default: results/<trace>-<UTC time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p.set_defaults(func=run_simulate)
@@ -145,11 +146,11 @@ def _check_options(args: argparse.Namespace) -> None:
                                ("--profiles", args.profiles, "a solo profile table"),
                                ("--colocation", args.colocation, "a co-location table")):
         if path is not None:
-            opt.check_input_file(path, option, what)
+            check_input_path(path, option, what)
     for option, path, what in (("--predictor-dir", args.predictor_dir, "a trained predictor directory"),
                                ("--interference-model", args.interference_model, "a trained interference model")):
         if path is not None:
-            opt.check_input_dir(path, option, what)
+            check_input_path(path, option, what, directory=True)
     telemetry_config(args)
 
 
@@ -229,7 +230,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     fmt = args.fmt or "horus"
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     outdir = args.out or Path("results") / f"{Path(trace_path).stem}-{stamp}"
-    opt.check_writable(outdir, "--out")  # before any input is read: a run must not end at its first write
+    check_output_path(outdir, "--out")  # before any input is read: a run must not end at its first write
     if args.cluster is None:
         if fmt == "openb":
             raise HorusInputError("--cluster", "--format openb needs --cluster with the openb node CSV or a cluster YAML")

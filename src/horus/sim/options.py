@@ -1,19 +1,9 @@
 """Domains of the numeric options of ``simulate``, ``sweep``, ``trace generate`` and ``interference``
-(docs/inputs.md), with the path checks of ``horus.validation`` they use. Light on imports: ``register`` reads it."""
+(docs/inputs.md; ``validation.NumberArg`` checks them). Light on imports: ``register`` reads it."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from horus.validation import (  # check_writable, path_arg: re-exported, the commands use them from here
-    LIMITS,
-    MAX_ROWS,
-    Domain,
-    NumberArg,
-    check_input_path,
-    check_writable,  # noqa: F401
-    path_arg,  # noqa: F401
-)
+from horus.validation import LIMITS, MAX_ROWS, Domain
 
 YEAR_S = 365.25 * 86400
 
@@ -32,15 +22,3 @@ DURATION_SIGMA = Domain(0, 10)
 TRAIN_FOLDS = Domain(0, 100, True)  # interference train: 0 or 1 skip the held-out check
 EVALUATE_FOLDS = LIMITS["folds"]
 
-
-def number(domain: Domain) -> NumberArg:
-    """``type=`` of a numeric option with ``domain``."""
-    return NumberArg(domain)
-
-
-def check_input_file(path: Path, option: str, what: str) -> None:
-    check_input_path(path, option, what)
-
-
-def check_input_dir(path: Path, option: str, what: str) -> None:
-    check_input_path(path, option, what, directory=True)

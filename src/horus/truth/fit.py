@@ -400,7 +400,7 @@ def build_parser(prog: str = "python -m horus.truth.fit") -> argparse.ArgumentPa
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit") -> int:
-    from horus.validation import check_input_path, check_writable
+    from horus.validation import check_input_path, check_output_path
 
     args = build_parser(prog).parse_args(argv)
     try:  # every option before any work: a bad --seed or --write-params must not cost a fit, nor end in a traceback
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m horus.truth.fit")
         check_option("--seed", args.seed, "seed")
         check_input_path(args.gavel, "--gavel", "Gavel's simulation_throughputs.json")
         if args.write_params is not None:
-            check_writable(args.write_params, "--write-params", directory=False)
+            check_output_path(args.write_params, "--write-params", directory=False)
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
         return 2

@@ -231,13 +231,13 @@ def build_parser(prog: str = "horus truth fit-memory") -> argparse.ArgumentParse
 
 def main(argv: list[str] | None = None, prog: str = "horus truth fit-memory") -> int:
     from horus.truth.fit import write_params
-    from horus.validation import check_input_path, check_writable
+    from horus.validation import check_input_path, check_output_path
 
     args = build_parser(prog).parse_args(argv)
     try:
         check_input_path(args.gpumemnet, "--gpumemnet", "GPUMemNet's data directory", directory=True)
         if args.write_params is not None:  # before the fit: an unwritable target must not cost it
-            check_writable(args.write_params, "--write-params", directory=False)
+            check_output_path(args.write_params, "--write-params", directory=False)
         result = fit_memory_deviation(memory_rows(args.gpumemnet), data_hashes(args.gpumemnet))
     except HorusInputError as exc:
         print(f"horus: error: {exc}", file=sys.stderr)
