@@ -26,6 +26,8 @@ MAX_PREFIX_CHARS = 256
 
 
 def register(subparsers: Any) -> None:
+    from horus.service.client import url_arg
+
     p = subparsers.add_parser("k8s-extender", help="run Horus as a kube-scheduler extender (filter, prioritize, bind)",
                               description=__doc__)
     p.add_argument("--host", default="127.0.0.1",
@@ -46,7 +48,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--predictor", default="analytic", help="registered predictor (default analytic)")
     p.add_argument("--kubeconfig", type=_path_text, help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--api-server", type=_api_server_arg,
+    p.add_argument("--api-server", type=url_arg("--api-server"),
                    help="API server URL without credentials (e.g. kubectl proxy's http://127.0.0.1:8001)")
     p.add_argument("--resync-s", type=NumberArg(RESYNC_S), default=10.0,
                    help="seconds between full re-listings of nodes and pods (default 10)")
@@ -60,16 +62,6 @@ def register(subparsers: Any) -> None:
 def _path_text(text: str) -> str:
     """argparse ``type=`` of a file option: :func:`horus.validation.path_arg`, kept as text."""
     return str(path_arg(text))
-
-
-def _api_server_arg(text: str) -> str:
-    """argparse ``type=`` of ``--api-server``: an http(s) URL without credentials (a usage error otherwise)."""
-    from horus.service.client import check_server_url
-
-    try:
-        return check_server_url(text, "--api-server")
-    except HorusInputError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def _check_options(args: argparse.Namespace) -> tuple[dict[str, Any], float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,14 +65,21 @@ def check_server_url(url: str, source: str) -> str:
     return url.rstrip("/")
 
 
-def server_arg(text: str) -> str:
-    """argparse ``type=`` of ``--server``: :func:`check_server_url` as a usage error."""
+def url_arg(option: str) -> Callable[[str], str]:
+    """argparse ``type=`` of a server URL option (``--server``, the extender's ``--api-server``):
+    :func:`check_server_url` as a usage error."""
     import argparse
 
-    try:
-        return check_server_url(text, "--server")
-    except HorusInputError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
+    def server_arg(text: str) -> str:
+        try:
+            return check_server_url(text, option)
+        except HorusInputError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    return server_arg
+
+
+server_arg = url_arg("--server")
 
 
 def default_server() -> str:

@@ -8,7 +8,6 @@ import math
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from horus.errors import HorusInputError
@@ -230,7 +229,9 @@ def run_agent(args: argparse.Namespace) -> int:
         if not gpus:
             raise HorusInputError("horus agent", f"no GPU found: {reason}; use --fake-gpus N to join N fake GPUs")
     workdir = args.workdir or default_state_dir() / "agent" / name
-    _check_workdir(workdir)
+    from horus.validation import check_output_path
+
+    check_output_path(workdir, "--workdir", directory=True)  # job folders: writable, checked before joining
     if args.token_file is not None:
         token = read_token(args.token_file)
     else:
@@ -245,16 +246,6 @@ def run_agent(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         stop.set()
     return 0
-
-
-def _check_workdir(workdir: Path) -> None:
-    """The agent's job folders: a writable directory (or one that can be made), checked before joining."""
-    from horus.validation import check_output_path
-
-    try:
-        check_output_path(workdir, "--workdir", directory=True)
-    except OSError as exc:  # e.g. a name longer than the file system allows
-        raise HorusInputError("--workdir", f"{str(workdir)[:80]}: {exc.strerror or exc}") from None
 
 
 def _client(args: argparse.Namespace) -> Any:
