@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from horus.errors import HorusInputError
-from horus.validation import Domain, NumberArg
+from horus.validation import Domain, NumberArg, path_arg
 
 TOP = Domain(0, 1000, True, "sets")
 DEFAULT_GPU, DEFAULT_PROXY = "v100", "pressure"
@@ -18,9 +18,9 @@ def register(subparsers: Any) -> None:
     colocation = subparsers.add_parser("colocation", help="analyse co-location measurements")
     nested = colocation.add_subparsers(dest="colocation_command", metavar="{analyze}", required=True)
     analyze = nested.add_parser("analyze", help="fit and report summed utilization vs slowdown")
-    analyze.add_argument("data", nargs="?", help="our co-location dataset (colocation.csv/.parquet)")
-    analyze.add_argument("--solo", help="solo dataset for members' utilization (default: the column)")
-    analyze.add_argument("--gavel", help="Gavel simulation_throughputs.json (analysed, or compared with)")
+    analyze.add_argument("data", nargs="?", type=path_arg, metavar="DATA", help="our co-location dataset (colocation.csv/.parquet)")
+    analyze.add_argument("--solo", type=path_arg, help="solo dataset for members' utilization (default: the column)")
+    analyze.add_argument("--gavel", type=path_arg, help="Gavel simulation_throughputs.json (analysed, or compared with)")
     analyze.add_argument("--gpu", default=None, help=f"Gavel GPU type (default {DEFAULT_GPU})")
     analyze.add_argument("--proxy", default=None, help=f"utilization proxy for Gavel: pressure or mfu "
                                                        f"(default {DEFAULT_PROXY})")
@@ -41,9 +41,6 @@ def _analyze(args: argparse.Namespace) -> int:
         raise HorusInputError("horus colocation analyze", "give a co-location dataset DATA and/or --gavel PATH")
     if not TOP.contains(args.top):
         raise HorusInputError("--top", f"expected {TOP.describe()}, got {args.top!r}")
-    for option, path in (("DATA", args.data), ("--solo", args.solo), ("--gavel", args.gavel)):
-        if path is not None and not path.strip():
-            raise HorusInputError(option, f"expected a file path, got {path!r}")
     ignored = {"--solo": args.solo is not None and args.data is None,  # would be ignored: errors, not no-ops
                "--gpu": args.gpu is not None and args.gavel is None,
                "--proxy": args.proxy is not None and (args.gavel is None or args.data is not None)}
