@@ -7,7 +7,7 @@ import json
 import sys
 
 from horus.sim import options as opt
-from horus.validation import NumberArg, check_input_path, check_output_path, path_arg
+from horus.validation import NumberArg, check_input_path, path_arg
 
 GAVEL_GPUS = ("v100", "p100", "k80")
 MAX_FOLDS = 100
@@ -68,7 +68,6 @@ def _train(args: argparse.Namespace) -> int:
 
     _check_common(args)
     output = OutputDir(args.out, "--out")  # checked before the data is read
-    check_output_path(args.out, "--out")
     data, sha, quirks = _load(args.gavel, (args.gpu,), args.drop_both_at_solo)
     features = default_features(args.solo_predictor)
     obs = data[args.gpu]

@@ -142,7 +142,6 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("results") / f"sweep-{stamp}"
     output = OutputDir(out, "--out")  # before any simulation runs: a bad --out must not waste the sweep
-    check_output_path(out, "--out")
     cells = grid(policies, traces, parse_seeds(args.seeds), clusters)
     check_cells(cells, settings)
     log = sys.stderr if args.json else sys.stdout
