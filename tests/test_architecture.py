@@ -17,7 +17,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "horus"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 LAYERS: list[tuple[str, ...]] = [
     ("horus", "data", "errors", "extras", "registry", "plugins", "hashing", "validation", "reporting"),  # shared utilities
-    ("cluster", "gpu_types", "jobs", "catalog", "topology", "comm"),  # data model
+    ("cluster", "gpu_types", "jobs", "catalog", "topology", "comm", "tenancy"),  # data model
     ("sources", "clusterspec"),  # loaders of published data and cluster specs
     ("truth",),  # the simulated world's ground truth
     ("traces",),  # trace loaders (materialised against a truth's job types)

@@ -16,7 +16,8 @@ class JobSpec:
     job *type* (``job_type``), the key of the truth model and of the predictors. ``iterations`` is
     the number of training iterations the user asked for (known up front); how long each takes is
     what the truth model knows and the predictors estimate. ``gpu_fraction`` is set only for
-    fractional requests (Alibaba openb ``gpu_milli`` / 1000) and then ``num_gpus == 1``.
+    fractional requests (Alibaba openb ``gpu_milli`` / 1000) and then ``num_gpus == 1``. ``queue`` and
+    ``priority`` name the job's tenant and priority class where the cluster has a tenancy (ignored otherwise).
     """
 
     job_id: str
@@ -27,6 +28,8 @@ class JobSpec:
     iterations: float
     gpu_fraction: float | None = None
     gpu_type_request: str | None = None  # required GPU type name, if the trace pins one
+    queue: str | None = None  # tenant queue (horus.tenancy); None: the tenancy's default queue
+    priority: str | None = None  # priority class name; None: the tenancy's default class
 
     @cached_property
     def job_type(self) -> str:

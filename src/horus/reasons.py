@@ -13,6 +13,7 @@ code                           meaning                                          
 ``waiting-for-gpus``           fewer idle GPUs than it needs (an exclusive policy)        yes
 ``colocation-would-not-pay``   no idle GPUs; sharing a busy one is predicted not to pay   yes
 ``behind-jobs``                idle GPUs would fit it; the policy started others first    yes
+``queue-over-quota``           (tenancy) its queue's quota or the cluster's room is taken  yes
 ``node-unknown``               (extender) a node Horus has not seen yet                   yes
 ``node-problem``               (extender) a node whose GPUs Horus cannot use              no
 =============================  =========================================================  ==========
@@ -39,10 +40,11 @@ NEEDS_EMPTY_GPU = "needs-empty-gpu"
 WAITING_FOR_GPUS = "waiting-for-gpus"
 COLOCATION_WOULD_NOT_PAY = "colocation-would-not-pay"
 BEHIND_JOBS = "behind-jobs"
+QUEUE_OVER_QUOTA = "queue-over-quota"  # tenancy: held until its queue's quota admits it (horus.core.tenancy)
 NODE_UNKNOWN = "node-unknown"  # the Kubernetes extender: a node it has not seen (yet)
 NODE_PROBLEM = "node-problem"  # the Kubernetes extender: a node it cannot use (its GPUs are not described)
 CODES = (GANG_TOO_LARGE, NO_GPU_OF_TYPE, MEMORY_DOES_NOT_FIT, NEEDS_EMPTY_GPU, WAITING_FOR_GPUS,
-         COLOCATION_WOULD_NOT_PAY, BEHIND_JOBS, NODE_UNKNOWN, NODE_PROBLEM)
+         COLOCATION_WOULD_NOT_PAY, BEHIND_JOBS, QUEUE_OVER_QUOTA, NODE_UNKNOWN, NODE_PROBLEM)
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,9 @@ class SchedulerState:
         self.predictor = predictor
         self.now: float = 0.0
         self.queue: dict[str, QueuedJob] = {}  # insertion order = arrival/requeue order
+        # with a tenancy (``gated``), jobs enter ``held`` and the core admits them into ``queue`` (horus.core.tenancy)
+        self.held: dict[str, QueuedJob] = {}
+        self.gated = False
         self.running: dict[str, RunningJob] = {}
         self.residents: list[list[str]] = [[] for _ in cluster.gpus]
         self.load = GPULoad.zeros(cluster.num_gpus)
@@ -155,10 +158,23 @@ class SchedulerState:
         self._enter(QueuedJob(spec, queued_since=now))
 
     def withdraw(self, job_id: str) -> QueuedJob:
-        """A queued job leaves the queue without running (a start that failed, a cancel)."""
-        queued = self.queue.pop(job_id)
+        """A queued (or held) job leaves the queue without running (a start that failed, a cancel)."""
+        queued = self.queue.pop(job_id, None) or self.held.pop(job_id)
         self.version += 1
         return queued
+
+    def waiting(self, job_id: str) -> QueuedJob | None:
+        """The job's entry if it waits: in the policy's queue, or held for its queue's quota."""
+        return self.queue.get(job_id) or self.held.get(job_id)
+
+    def admit(self, job_id: str) -> QueuedJob:
+        """A held job enters the policy's queue (its tenant's quota allows it): a new queue entry."""
+        job = self.held.pop(job_id)
+        self.entries += 1
+        job.entered = self.entries
+        self.queue[job_id] = job
+        self.version += 1
+        return job
 
     def enqueue(self, job: QueuedJob) -> None:
         """A withdrawn job comes back at the end of the queue (e.g. after its out-of-memory restart delay)."""
@@ -167,7 +183,7 @@ class SchedulerState:
     def _enter(self, job: QueuedJob) -> None:
         self.entries += 1
         job.entered = self.entries
-        self.queue[job.spec.job_id] = job
+        (self.held if self.gated else self.queue)[job.spec.job_id] = job
         self.version += 1
 
     def start(self, job_id: str, gpus: tuple[int, ...], now: float) -> RunningJob:

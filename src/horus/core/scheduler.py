@@ -17,13 +17,15 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
+from horus.core.tenancy import Admission
 from horus.errors import HorusInputError
 from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
-from horus.reasons import WaitReason, explain
+from horus.reasons import QUEUE_OVER_QUOTA, WaitReason, explain
 from horus.state import QueuedJob, SchedulerState
+from horus.tenancy import Tenancy
 
 
 class InvalidActionError(RuntimeError):
@@ -67,14 +69,21 @@ class SchedulerCore:
 
     ``truth`` is passed only by backends that have one (the simulator); an oracle policy refuses to
     run without it. ``last_decision_s`` and ``last_started`` describe the latest step (for metrics).
+    With a ``tenancy``, jobs wait in ``state.held`` until ``admission`` (horus.core.tenancy) lets them into the
+    policy's queue; the policy sees admitted jobs only, so every registered policy works under a tenancy.
     """
 
     def __init__(self, state: SchedulerState, policy: Policy, executor: Executor, *,
-                 truth: object | None = None) -> None:
+                 truth: object | None = None, tenancy: Tenancy | None = None) -> None:
         if policy.is_oracle:
             if truth is None:
                 raise OracleNeedsTruthError(policy.name)
             policy.bind_truth(truth)
+        self.admission = Admission(tenancy) if tenancy is not None else None
+        if tenancy is not None:
+            if state.queue or state.running:
+                raise ValueError("a tenancy is set before any job enters the state")
+            state.gated = True
         self.state = state
         self.policy = policy
         self.executor = executor
@@ -100,10 +109,17 @@ class SchedulerCore:
         """False for a job that could never run on this cluster (more GPUs than it has of the requested type)."""
         return 1 <= spec.num_gpus <= self.eligible_gpus(spec.gpu_type_request)
 
+    def check_tenant(self, spec: JobSpec) -> None:
+        """HorusInputError unless the job's queue and priority class exist (a no-op without a tenancy)."""
+        if self.admission is not None:
+            self.admission.tenancy.check_job(spec.queue, spec.priority)
+
     # ---- when to ask the policy (every backend asks through these two calls) --------------------
     def wants_step(self) -> bool:
         """Whether ``schedule`` would ask the policy now: a job waits, or the policy acts on running jobs
         (unpacking a co-location that loses, migrating to a GPU that went idle) and must be asked anyway."""
+        if self.admission is not None and self.admission.needs_step(self.state):
+            return True
         return bool(self.state.queue) or self.policy.acts_on_running
 
     def next_wakeup(self, now: float) -> float | None:
@@ -119,6 +135,16 @@ class SchedulerCore:
         if not self.wants_step():  # nothing to start: the policy is not asked
             self.last_started = 0
             return []
+        reclaimed: list[Action] = []
+        if self.admission is not None:
+            def preempt(job_id: str) -> None:
+                self.executor.preempt(job_id, now)
+                reclaimed.append(Preempt(job_id))
+            self.admission.step(state, now, preempt)
+            if not (state.queue or self.policy.acts_on_running):
+                self.last_started = 0
+                self._explain_new_entries()
+                return reclaimed
         step = state.begin_step()
         began = time.perf_counter()
         actions = self.policy.schedule(state)
@@ -137,25 +163,38 @@ class SchedulerCore:
                     raise InvalidActionError(f"policy {self.policy.name!r} preempted job {action.job_id!r}, "
                                              f"which is not running")
                 self.executor.preempt(action.job_id, now)
-                as_planned = as_planned and action.job_id in state.queue
+                as_planned = as_planned and state.waiting(action.job_id) is not None
             else:
                 raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")
         self.last_started = started
+        if self.admission is not None:  # charges of the jobs just started, for the ledger until the next step
+            self.admission.settle(state)
         if as_planned:  # e.g. no start failed out of memory: policies may trust what they planned (PlanMemo)
             state.settle(step)
         self._explain_new_entries()
-        return actions
+        return reclaimed + actions if reclaimed else actions
 
     # ---- why jobs wait ----------------------------------------------------------------------------
     def reason(self, job_id: str) -> WaitReason | None:
         """Why the queued job ``job_id`` waits (recomputed when the state changed since), or None if not queued."""
         job = self.state.queue.get(job_id)
         if job is None:
-            return None
+            held = self.state.held.get(job_id)
+            return None if held is None else self._held_reason(held)
         found = self._reasons.get(job_id)
         if found is None or found[0] is not job or found[2] != self.state.version or not found[3]:
             found = self._reasons[job_id] = (job, self._explain(job, count_ahead=True), self.state.version, True)
         return found[1]
+
+    def _held_reason(self, job: QueuedJob) -> WaitReason:
+        admission = self.admission
+        assert admission is not None
+        acc = admission.accounts[admission.queue_name(job.spec.queue)]
+        q = acc.queue
+        limit = "no borrowing limit" if q.borrow_limit is None else f"limit {acc.guarantee + q.borrow_limit:g}"
+        return WaitReason(QUEUE_OVER_QUOTA, f"queue {q.name!r} is charged {acc.committed():.2f} GPUs (guaranteed "
+                                            f"{acc.guarantee:g}, {limit}); the cluster's {admission.capacity.get('*', 0):g} "
+                                            f"GPUs are committed {admission.total('*'):.2f}", True)
 
     def _explain(self, job: QueuedJob, count_ahead: bool = False) -> WaitReason:
         """``count_ahead``: say how many jobs come first (O(queue); asked for one job, not after every step)."""
@@ -168,17 +207,23 @@ class SchedulerCore:
         """Give every queue entry made since the last step its reason (cost: the new entries only)."""
         state = self.state
         fresh = []
+        if self.admission is not None:  # held entries, newest first, until one already explained
+            for job in reversed(state.held.values()):
+                if job.entered <= self._explained:
+                    break
+                fresh.append(job)
         for job in reversed(state.queue.values()):
             if job.entered <= self._explained:
                 break
             fresh.append(job)
         self._explained = state.entries
         self.new_waits = []
-        for job in reversed(fresh):
-            found = self._reasons[job.spec.job_id] = (job, self._explain(job), state.version, False)
+        for job in sorted(fresh, key=lambda j: j.entered) if self.admission is not None else reversed(fresh):
+            reason = self._held_reason(job) if job.spec.job_id in state.held else self._explain(job)
+            found = self._reasons[job.spec.job_id] = (job, reason, state.version, False)
             self.new_waits.append((job.spec.job_id, found[1]))
         if len(self._reasons) > 2 * len(state.queue) + 1024:  # entries of jobs that left the queue
-            self._reasons = {j: r for j, r in self._reasons.items() if state.queue.get(j) is r[0]}
+            self._reasons = {j: r for j, r in self._reasons.items() if state.waiting(j) is r[0]}
 
     def check_start(self, action: Start) -> tuple[JobSpec, tuple[int, ...]]:
         """The queued job's spec and its GPUs, or InvalidActionError saying what the policy got wrong."""

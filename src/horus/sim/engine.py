@@ -38,7 +38,9 @@ from horus.sim.metrics import (
 )
 from horus.sim.sizes import size_knowledge, size_ordered_error
 from horus.sim.telemetry import Attempt, TelemetryModel, create_telemetry
+from horus.sim.queues import queue_frame, tenancy_summary
 from horus.state import QueuedJob, SchedulerState
+from horus.tenancy import Tenancy
 from horus.truth.base import SoloTruth, TruthModel
 
 
@@ -76,6 +78,8 @@ class SimResult:
     # One row per (job, GPU) residency and per GPU of a start that failed out of memory (docs/simulator.md,
     # "Placements"): who held which GPU when. Recorded only; no scheduling decision reads it.
     placements: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(PLACEMENT_COLUMNS)))
+    # per tenant queue (horus.sim.queues): empty without a tenancy
+    queues: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 class _Live:
@@ -106,7 +110,7 @@ class _Engine:
     """The simulator backend: a virtual clock, the truth, and the ``Executor`` of a ``SchedulerCore``."""
 
     def __init__(self, jobs: Sequence[JobSpec], cluster: Cluster, policy: Policy, truth: TruthModel,
-                 predictor: Predictor, config: SimConfig) -> None:
+                 predictor: Predictor, config: SimConfig, tenancy: Tenancy | None = None) -> None:
         self.cluster = cluster
         self.policy = policy
         self.truth = truth
@@ -120,7 +124,8 @@ class _Engine:
         self.sizes = size_knowledge(config.sizes, config.sizes_seed)
         if not self.sizes.known and policy.orders_by_size():
             raise size_ordered_error(policy.name)
-        self.core = SchedulerCore(self.state, policy, self, truth=truth)
+        self.tenancy = tenancy
+        self.core = SchedulerCore(self.state, policy, self, truth=truth, tenancy=tenancy)
         if policy.is_oracle:
             policy.bind_true_sizes({s.job_id: s.iterations for s in jobs})
         self.events = EventQueue()
@@ -132,6 +137,11 @@ class _Engine:
                 raise HorusInputError("jobs", f"job_id {spec.job_id!r} appears twice")
             if spec.num_gpus < 1 or not (spec.iterations > 0 and math.isfinite(spec.iterations)):
                 raise HorusInputError("jobs", f"job {spec.job_id!r}: expected num_gpus >= 1 and finite iterations > 0")
+            if tenancy is not None:
+                try:
+                    tenancy.check_job(spec.queue, spec.priority)
+                except HorusInputError as exc:
+                    raise HorusInputError("jobs", f"job {spec.job_id!r}: {exc.source}: {exc.message}") from None
             self.records[spec.job_id] = JobRecord(spec)
         start = self.arrivals[0].submit_time if self.arrivals else 0.0
         self.metrics = MetricsRecorder(cluster, start)
@@ -206,7 +216,7 @@ class _Engine:
             if not changed:
                 continue
             self._schedule(now)
-            metrics.sample(now, len(state.queue), len(state.running))
+            metrics.sample(now, len(state.queue) + len(state.held), len(state.running))
             if progress and self.finished != done_before:
                 bar.update(self.finished - done_before)
                 bar.set_postfix(events=self.events_processed, refresh=False)
@@ -498,17 +508,24 @@ class _Engine:
         summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations(), self.best_rates(),
                             oom_restart_s=self.config.oom_restart_s)
         warn_below_bounds(self.policy.name, summary)
+        queues = pd.DataFrame()
+        admission = self.core.admission
+        if admission is not None:
+            admission.advance(max(end, self.state.now))
+            queues = queue_frame(jobs, records, admission)
+            summary.update(tenancy_summary(queues, admission))
         still = [(job_id, g, live.started, max(end, live.started), "running")
                  for job_id, live in self.live.items() for g in live.gpus]  # unfinished at the end of the run
         return SimResult(self.policy.name, summary, jobs, self.metrics.gpu_frame(end),
                          self.metrics.timeline_frame(self.config.timeline_points), self.events_processed, wall_s,
-                         placement_frame(self.placements + still))
+                         placement_frame(self.placements + still), queues)
 
 
 def simulate(jobs: Sequence[JobSpec], cluster: Cluster, policy: Policy, truth: TruthModel, predictor: Predictor,
-             config: SimConfig | None = None, progress: bool = False) -> SimResult:
-    """Run ``policy`` on ``jobs`` against ``truth`` and return metrics (deterministic)."""
+             config: SimConfig | None = None, progress: bool = False, tenancy: Tenancy | None = None) -> SimResult:
+    """Run ``policy`` on ``jobs`` against ``truth`` and return metrics (deterministic). With a ``tenancy``, jobs
+    wait for their queue's quota (horus.core.tenancy) and ``SimResult.queues`` has one row per queue."""
     started = wallclock.perf_counter()
-    engine = _Engine(jobs, cluster, policy, truth, predictor, config or SimConfig())
+    engine = _Engine(jobs, cluster, policy, truth, predictor, config or SimConfig(), tenancy)
     engine.run(progress)
     return engine.result(wallclock.perf_counter() - started)
