@@ -222,7 +222,7 @@ class SchedulerCore:
             reason = self._held_reason(job) if job.spec.job_id in state.held else self._explain(job)
             found = self._reasons[job.spec.job_id] = (job, reason, state.version, False)
             self.new_waits.append((job.spec.job_id, found[1]))
-        if len(self._reasons) > 2 * len(state.queue) + 1024:  # entries of jobs that left the queue
+        if len(self._reasons) > 2 * (len(state.queue) + len(state.held)) + 1024:  # entries of jobs that left the queue
             self._reasons = {j: r for j, r in self._reasons.items() if state.waiting(j) is r[0]}
 
     def check_start(self, action: Start) -> tuple[JobSpec, tuple[int, ...]]:

@@ -53,6 +53,9 @@ class QueueAccount:
     usage: dict[str, float] = field(default_factory=dict)  # key (type or ANY_TYPE) -> charged GPUs now
     reserved: dict[str, float] = field(default_factory=dict)  # admitted, not yet running: requested GPUs
     held_need: float = 0.0  # GPUs requested by its held jobs
+    held_guaranteeable: float = 0.0  # ... by those no larger than its guarantee (the ones a guarantee can cover)
+    held_needs: SortedList = field(default_factory=SortedList)  # each held job's request (the smallest first)
+    commit: dict[str, float] = field(default_factory=dict)  # usage + reserved per key
     decayed_gpu_s: float = 0.0  # usage integral with exponential decay (fair-share history)
     used_gpu_s: float = 0.0
     guaranteed_demand_gpu_s: float = 0.0  # integral of min(demand, guarantee)
@@ -72,10 +75,15 @@ class QueueAccount:
         return self.usage.get(key, 0.0)
 
     def committed(self, key: str = ANY_TYPE) -> float:
-        return self.usage.get(key, 0.0) + self.reserved.get(key, 0.0)
+        return self.commit.get(key, 0.0)
 
     def demand(self) -> float:
         return self.used() + self.reserved.get(ANY_TYPE, 0.0) + self.held_need
+
+    def guaranteeable_demand(self) -> float:
+        """Demand its guarantee can cover: what it runs and has admitted, plus held jobs no larger than the
+        guarantee (a gang larger than the whole guarantee only ever runs on borrowed GPUs)."""
+        return self.used() + self.reserved.get(ANY_TYPE, 0.0) + self.held_guaranteeable
 
 
 def job_need(spec_gpus: int, share: float) -> float:
@@ -110,12 +118,15 @@ class Admission:
         self._seen_changes = np.zeros(0, dtype=np.int64)
         self._gpu_charges: list[list[tuple[str, str, float]]] = []  # per GPU: (job id, queue, charge)
         self._job_charge: dict[str, float] = {}  # running job -> charged GPUs (sum over its GPUs)
+        self._queue_jobs: dict[str, set[str]] = {name: set() for name in self.accounts}  # charged jobs per queue
         self._reserved: dict[str, tuple[QueuedJob, str, tuple[str, ...], float]] = {}
         self._held: dict[str, SortedList] = {name: SortedList() for name in tenancy.queues}  # (-prio, entered, id)
         self._held_seen = 0  # held entries up to this ``entered`` number are in ``_held``
         self._version = -1
         self._last_t: float | None = None
         self.capacity: dict[str, float] = {}
+        self._totals: dict[str, float] = {}
+        self._names: dict[str | None, str] = {}
         self.reclaims = 0
         self.contended_s = 0.0
 
@@ -127,8 +138,11 @@ class Admission:
         self._seen_changes = np.full(n, -1, dtype=np.int64)
         self._gpu_charges = [[] for _ in range(n)]
         self._job_charge = {}
+        self._queue_jobs = {name: set() for name in self.accounts}
         for acc in self.accounts.values():
-            acc.usage, acc.reserved, acc.held_need = {}, {}, 0.0
+            acc.usage, acc.reserved, acc.commit, acc.held_need, acc.held_guaranteeable = {}, {}, {}, 0.0, 0.0
+            acc.held_needs = SortedList()
+        self._totals: dict[str, float] = {}
         self.capacity = {ANY_TYPE: float(n)}
         for gpu_type, where in state.gpus_of_type:
             self.capacity[gpu_type.name] = float(len(where))
@@ -139,7 +153,11 @@ class Admission:
             self._reserve(job)
 
     def queue_name(self, queue: str | None) -> str:
-        return self.tenancy.queue_of(queue).name
+        """The queue a job naming ``queue`` belongs to (None: the default queue)."""
+        name = self._names.get(queue)
+        if name is None:
+            name = self._names[queue] = self.tenancy.queue_of(queue).name
+        return name
 
     def _refresh_charges(self, state: SchedulerState) -> None:
         changed = np.flatnonzero(state.gpu_changes != self._seen_changes)
@@ -169,21 +187,29 @@ class Admission:
             self._gpu_charges[g] = entries
 
     def _charge(self, job_id: str, queue: str, type_name: str, amount: float) -> None:
-        usage = self.accounts[queue].usage
+        acc = self.accounts[queue]
         for key in (ANY_TYPE, type_name):
-            usage[key] = usage.get(key, 0.0) + amount
+            acc.usage[key] = acc.usage.get(key, 0.0) + amount
+            self._add_commit(acc, key, amount)
         left = self._job_charge.get(job_id, 0.0) + amount
         if abs(left) <= EPS:
             self._job_charge.pop(job_id, None)
+            self._queue_jobs[queue].discard(job_id)
         else:
             self._job_charge[job_id] = left
+            self._queue_jobs[queue].add(job_id)
 
     def charge_of(self, job_id: str) -> float:
         """GPUs the running job ``job_id`` is charged now."""
         return self._job_charge.get(job_id, 0.0)
 
+    def _add_commit(self, acc: QueueAccount, key: str, amount: float) -> None:
+        acc.commit[key] = acc.commit.get(key, 0.0) + amount
+        self._totals[key] = self._totals.get(key, 0.0) + amount
+
     def total(self, key: str) -> float:
-        return sum(acc.committed(key) for acc in self.accounts.values())
+        """GPUs (of type ``key``, or any) committed to all queues: charged plus reserved."""
+        return self._totals.get(key, 0.0)
 
     # ---- reservations of admitted jobs ---------------------------------------------------------------
     def _keys(self, job: QueuedJob) -> tuple[str, ...]:
@@ -196,17 +222,19 @@ class Admission:
         q = self.queue_name(job.spec.queue)
         need = job_need(job.spec.num_gpus, gpu_share(job.spec))
         keys = self._keys(job)
-        reserved = self.accounts[q].reserved
+        acc = self.accounts[q]
         for key in keys:
-            reserved[key] = reserved.get(key, 0.0) + need
+            acc.reserved[key] = acc.reserved.get(key, 0.0) + need
+            self._add_commit(acc, key, need)
         self._reserved[job.spec.job_id] = (job, q, keys, need)
 
     def _release_reservations(self, state: SchedulerState) -> None:
         for job_id, (job, q, keys, need) in list(self._reserved.items()):
             if state.queue.get(job_id) is not job:
-                reserved = self.accounts[q].reserved
+                acc = self.accounts[q]
                 for key in keys:
-                    reserved[key] = reserved.get(key, 0.0) - need
+                    acc.reserved[key] = acc.reserved.get(key, 0.0) - need
+                    self._add_commit(acc, key, -need)
                 del self._reserved[job_id]
 
     # ---- held jobs ------------------------------------------------------------------------------------
@@ -222,7 +250,17 @@ class Admission:
             prio = self.tenancy.priority_of(job.spec.priority).value
             need = job_need(job.spec.num_gpus, gpu_share(job.spec))
             self._held[q].add((-prio, job.entered, job.spec.job_id, need))
-            self.accounts[q].held_need += need
+            self._held_need(self.accounts[q], need, +1)
+
+    @staticmethod
+    def _held_need(acc: QueueAccount, need: float, sign: int) -> None:
+        acc.held_need += sign * need
+        if need <= acc.guarantee + EPS:
+            acc.held_guaranteeable += sign * need
+        if sign > 0:
+            acc.held_needs.add(need)
+        else:
+            acc.held_needs.remove(need)
 
     def _held_jobs(self, state: SchedulerState, q: str) -> Iterator[QueuedJob]:
         """Held jobs of queue ``q`` in admission order, read in chunks so admissions and preemptions may change the
@@ -240,7 +278,7 @@ class Admission:
                 if job is None or job.entered != item[1]:
                     if item in held:
                         held.remove(item)
-                        self.accounts[q].held_need -= item[3]
+                        self._held_need(self.accounts[q], item[3], -1)
                     continue
                 yield job
 
@@ -296,9 +334,9 @@ class Admission:
         """Preemptible running jobs of ``queues`` on GPUs counted under ``key``, lowest priority class and least
         attained GPU time first."""
         out = []
-        for job_id in self._job_charge:
+        for job_id in [j for q in sorted(queues) for j in self._queue_jobs[q]]:
             run = state.running.get(job_id)
-            if run is None or self.queue_name(run.spec.queue) not in queues:
+            if run is None:
                 continue
             cls = self.tenancy.priority_of(run.spec.priority)
             if not cls.preemptible or (below_priority is not None and cls.value >= below_priority):
@@ -331,16 +369,30 @@ class Admission:
             order = sorted((name for name in self.accounts if self._held[name]), key=self._fair_key)
             for name in order:
                 acc = self.accounts[name]
-                if phase == "guaranteed" and all(acc.committed(k) >= g - EPS for k, g in acc.queue.guaranteed.items()):
-                    continue  # no guarantee left to claim
-                if (phase == "borrow" and one_class and self.total(ANY_TYPE) >= self.capacity[ANY_TYPE] - EPS):
-                    break  # no room, and nothing a priority may preempt
+                if not acc.held_needs:
+                    continue
+                avail = self._available(acc, phase, one_class)
+                if acc.held_needs[0] > avail + EPS:
+                    continue  # none of its held jobs can be admitted in this phase
                 misses = 0
                 for job in self._held_jobs(state, name):
                     if misses >= SCAN:
                         break
-                    if not self._try(state, now, job, acc, phase, preempt):
+                    if job_need(job.spec.num_gpus, gpu_share(job.spec)) > avail + EPS:
                         misses += 1
+                    elif self._try(state, now, job, acc, phase, preempt):
+                        avail = self._available(acc, phase, one_class)
+                    else:
+                        misses += 1
+
+    def _available(self, acc: QueueAccount, phase: str, one_class: bool) -> float:
+        """An upper bound of the request a held job of ``acc`` may have to be admitted in ``phase`` now."""
+        if phase == "guaranteed":  # reclaim may make room: only what is left of the guarantee bounds it
+            return max(g - acc.committed(k) for k, g in acc.queue.guaranteed.items())
+        if not one_class:  # a higher class may preempt lower ones in its queue
+            return math.inf
+        room = self.capacity[ANY_TYPE] - self.total(ANY_TYPE)
+        return min(room, max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
 
     def _fair_key(self, name: str) -> float:
         acc = self.accounts[name]
@@ -383,7 +435,7 @@ class Admission:
             job.spec = replace(job.spec, gpu_type_request=flavor)
         self._reserve(state.admit(job.spec.job_id))
         acc = self.accounts[q]
-        acc.held_need -= need
+        self._held_need(acc, need, -1)
         acc.admitted += 1
 
     def _reclaim(self, state: SchedulerState, now: float, keys: tuple[str, ...], need: float, owner: str,
@@ -400,7 +452,7 @@ class Admission:
             over = acc.used(qkey) - acc.queue.guaranteed.get(qkey, 0.0)
             if over > EPS:
                 excess[name] = over
-        if not excess:
+        if sum(excess.values()) < short - EPS:
             return False
         plan: list[RunningJob] = []
         freed = 0.0
@@ -457,7 +509,7 @@ class Admission:
             acc.used_gpu_s += used * dt
             acc.decayed_gpu_s = acc.decayed_gpu_s * decay + used * (1 - decay) * self.tenancy.half_life_s / math.log(2)
             acc.guaranteed_received_gpu_s += min(used, g) * dt
-            acc.guaranteed_demand_gpu_s += min(acc.demand(), g) * dt
+            acc.guaranteed_demand_gpu_s += min(acc.guaranteeable_demand(), g) * dt
             if any(acc.used(k) > acc.queue.limit(k) + 1e-6 for k in acc.queue.guaranteed):
                 acc.over_limit_s += dt
         demand = {name: acc.demand() for name, acc in self.accounts.items()}
