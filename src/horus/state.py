@@ -167,6 +167,15 @@ class SchedulerState:
         """The job's entry if it waits: in the policy's queue, or held for its queue's quota."""
         return self.queue.get(job_id) or self.held.get(job_id)
 
+    def hold(self, job_id: str) -> QueuedJob:
+        """An admitted job that has not started goes back to ``held`` (its admission revoked): a new entry."""
+        job = self.queue.pop(job_id)
+        self.entries += 1
+        job.entered = self.entries
+        self.held[job_id] = job
+        self.version += 1
+        return job
+
     def admit(self, job_id: str) -> QueuedJob:
         """A held job enters the policy's queue (its tenant's quota allows it): a new queue entry."""
         job = self.held.pop(job_id)

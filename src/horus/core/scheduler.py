@@ -80,7 +80,8 @@ class SchedulerCore:
                 raise OracleNeedsTruthError(policy.name)
             policy.bind_truth(truth)
         self.admission = Admission(tenancy) if tenancy is not None else None
-        if tenancy is not None:
+        if self.admission is not None:
+            self.admission.slots_per_gpu = (policy.max_residents or 2) if policy.colocates else 1
             if state.queue or state.running:
                 raise ValueError("a tenancy is set before any job enters the state")
             state.gated = True
@@ -145,6 +146,17 @@ class SchedulerCore:
                 self.last_started = 0
                 self._explain_new_entries()
                 return reclaimed
+        actions = self._policy_step(state, now)
+        if self.admission is not None:
+            self.admission.settle(state)  # charges of the jobs just started, for the ledger until the next step
+            if self.admission.reclaim_for_guarantees(state, now, preempt):  # the policy could not place a job
+                actions += self._policy_step(state, now)      # its guarantee covers: it asks again on freed GPUs
+                self.admission.settle(state)
+        self._explain_new_entries()
+        return reclaimed + actions if reclaimed else actions
+
+    def _policy_step(self, state: SchedulerState, now: float) -> list[Action]:
+        """One policy call, its actions checked and carried out in order."""
         step = state.begin_step()
         began = time.perf_counter()
         actions = self.policy.schedule(state)
@@ -167,12 +179,9 @@ class SchedulerCore:
             else:
                 raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")
         self.last_started = started
-        if self.admission is not None:  # charges of the jobs just started, for the ledger until the next step
-            self.admission.settle(state)
         if as_planned:  # e.g. no start failed out of memory: policies may trust what they planned (PlanMemo)
             state.settle(step)
-        self._explain_new_entries()
-        return reclaimed + actions if reclaimed else actions
+        return list(actions)
 
     # ---- why jobs wait ----------------------------------------------------------------------------
     def reason(self, job_id: str) -> WaitReason | None:

@@ -54,10 +54,12 @@ class QueueAccount:
     reserved: dict[str, float] = field(default_factory=dict)  # admitted, not yet running: requested GPUs
     held_need: float = 0.0  # GPUs requested by its held jobs
     held_guaranteeable: float = 0.0  # ... by those no larger than its guarantee (the ones a guarantee can cover)
+    fill: float = 0.0  # GPUs of held jobs that would fit in what is left of its guarantee (first fit, in order)
     held_needs: SortedList = field(default_factory=SortedList)  # each held job's request (the smallest first)
     commit: dict[str, float] = field(default_factory=dict)  # usage + reserved per key
     decayed_gpu_s: float = 0.0  # usage integral with exponential decay (fair-share history)
     used_gpu_s: float = 0.0
+    running_job_s: float = 0.0  # integral of its number of running jobs (co-location runs more per charged GPU)
     guaranteed_demand_gpu_s: float = 0.0  # integral of min(demand, guarantee)
     guaranteed_received_gpu_s: float = 0.0  # integral of min(usage, guarantee)
     over_limit_s: float = 0.0  # time charged above its limit (a quota violation)
@@ -81,9 +83,10 @@ class QueueAccount:
         return self.used() + self.reserved.get(ANY_TYPE, 0.0) + self.held_need
 
     def guaranteeable_demand(self) -> float:
-        """Demand its guarantee can cover: what it runs and has admitted, plus held jobs no larger than the
-        guarantee (a gang larger than the whole guarantee only ever runs on borrowed GPUs)."""
-        return self.used() + self.reserved.get(ANY_TYPE, 0.0) + self.held_guaranteeable
+        """Demand its guarantee can cover: what it runs and has admitted, plus the held jobs that fit in the rest
+        of its guarantee taken in admission order (``fill``; whole jobs: a gang larger than what is left of the
+        guarantee only ever runs on borrowed GPUs)."""
+        return self.used() + self.reserved.get(ANY_TYPE, 0.0) + self.fill
 
 
 def job_need(spec_gpus: int, share: float) -> float:
@@ -119,7 +122,8 @@ class Admission:
         self._gpu_charges: list[list[tuple[str, str, float]]] = []  # per GPU: (job id, queue, charge)
         self._job_charge: dict[str, float] = {}  # running job -> charged GPUs (sum over its GPUs)
         self._queue_jobs: dict[str, set[str]] = {name: set() for name in self.accounts}  # charged jobs per queue
-        self._reserved: dict[str, tuple[QueuedJob, str, tuple[str, ...], float]] = {}
+        # admitted job -> (its entry, queue, keys, request, admitted within its queue's guarantee)
+        self._reserved: dict[str, tuple[QueuedJob, str, tuple[str, ...], float, bool]] = {}
         self._held: dict[str, SortedList] = {name: SortedList() for name in tenancy.queues}  # (-prio, entered, id)
         self._held_seen = 0  # held entries up to this ``entered`` number are in ``_held``
         self._version = -1
@@ -127,7 +131,12 @@ class Admission:
         self.capacity: dict[str, float] = {}
         self._totals: dict[str, float] = {}
         self._names: dict[str | None, str] = {}
+        self._reserved_total: dict[str, float] = {}  # admitted, not yet running, all queues: requested GPUs per key
+        self.slots_per_gpu = 1  # workers a GPU may hold (the core sets it from the policy: > 1 if it co-locates)
+        self._slots: dict[str, float] = {}
+        self._slots_version = -1
         self.reclaims = 0
+        self.revoked = 0  # admissions of borrowing jobs revoked before they started (no work lost)
         self.contended_s = 0.0
 
     # ---- the cluster and its charges ---------------------------------------------------------------
@@ -149,6 +158,8 @@ class Admission:
         self._held = {name: SortedList() for name in self.tenancy.queues}
         self._held_seen = 0
         self._reserved = {}
+        self._reserved_total = {}
+        self._slots_version = -1
         for job in state.queue.values():  # already admitted (e.g. a state rebuilt around a running service)
             self._reserve(job)
 
@@ -218,22 +229,24 @@ class Admission:
             return (ANY_TYPE, next(iter(accepted)))
         return (ANY_TYPE,)
 
-    def _reserve(self, job: QueuedJob) -> None:
+    def _reserve(self, job: QueuedJob, guaranteed: bool = False) -> None:
         q = self.queue_name(job.spec.queue)
         need = job_need(job.spec.num_gpus, gpu_share(job.spec))
         keys = self._keys(job)
         acc = self.accounts[q]
         for key in keys:
             acc.reserved[key] = acc.reserved.get(key, 0.0) + need
+            self._reserved_total[key] = self._reserved_total.get(key, 0.0) + need
             self._add_commit(acc, key, need)
-        self._reserved[job.spec.job_id] = (job, q, keys, need)
+        self._reserved[job.spec.job_id] = (job, q, keys, need, guaranteed)
 
     def _release_reservations(self, state: SchedulerState) -> None:
-        for job_id, (job, q, keys, need) in list(self._reserved.items()):
+        for job_id, (job, q, keys, need, _) in list(self._reserved.items()):
             if state.queue.get(job_id) is not job:
                 acc = self.accounts[q]
                 for key in keys:
                     acc.reserved[key] = acc.reserved.get(key, 0.0) - need
+                    self._reserved_total[key] = self._reserved_total.get(key, 0.0) - need
                     self._add_commit(acc, key, -need)
                 del self._reserved[job_id]
 
@@ -296,12 +309,29 @@ class Admission:
         if state.held:
             self._admit(state, now, preempt)
         self._refresh(state)
+        self._fill(state)
         self._version = state.version
 
     def settle(self, state: SchedulerState) -> None:
         """After the policy's actions: charges and reservations as they now are (the ledger integrates them)."""
         self._refresh(state)
+        self._fill(state)
         self._version = state.version
+
+    def _fill(self, state: SchedulerState, scan: int = 64) -> None:
+        """Each queue's ``fill``: its held jobs, in admission order, that fit what is left of its guarantee."""
+        for name, acc in self.accounts.items():
+            left = acc.guarantee - acc.committed()
+            acc.fill = 0.0
+            if left <= EPS or not acc.held_needs or acc.held_needs[0] > left + EPS:
+                continue
+            for i, job in enumerate(self._held_jobs(state, name)):
+                need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+                if need <= left + EPS:
+                    acc.fill += need
+                    left -= need
+                if i >= scan or not acc.held_needs or left < acc.held_needs[0] - EPS:
+                    break
 
     def _refresh(self, state: SchedulerState) -> None:
         self._refresh_charges(state)
@@ -357,11 +387,26 @@ class Admission:
         listed = [t for t in queue.guaranteed if t in types]
         return listed + [t for t in types if t not in listed]
 
-    def _room(self, keys: tuple[str, ...], need: float) -> bool:
-        return all(self.total(k) + need <= self.capacity.get(k, 0.0) + EPS for k in keys)
+    def _room(self, state: SchedulerState, keys: tuple[str, ...], need: float) -> bool:
+        return self._shortfall(state, keys, need) <= EPS
 
-    def _shortfall(self, keys: tuple[str, ...], need: float) -> float:
-        return max(self.total(k) + need - self.capacity.get(k, 0.0) for k in keys)
+    def _shortfall(self, state: SchedulerState, keys: tuple[str, ...], need: float) -> float:
+        """GPUs missing for ``need`` more: against the capacity for a policy that never shares a GPU; for one that
+        co-locates, against the free worker slots (``slots_per_gpu`` per GPU, minus residents) that admitted jobs
+        have not yet been counted against, so jobs can be admitted onto busy GPUs the policy may share."""
+        if self.slots_per_gpu <= 1:
+            return max(self.total(k) + need - self.capacity.get(k, 0.0) for k in keys)
+        free = self._free_slots(state)
+        return max(self._reserved_total.get(k, 0.0) + need - free.get(k, 0.0) for k in keys)
+
+    def _free_slots(self, state: SchedulerState) -> dict[str, float]:
+        if self._slots_version != state.load_version:
+            residents = state.load.n_residents
+            free = {ANY_TYPE: float(self.slots_per_gpu * len(residents) - int(residents.sum()))}
+            for gpu_type, where in state.gpus_of_type:
+                free[gpu_type.name] = float(self.slots_per_gpu * len(where) - int(residents[where].sum()))
+            self._slots, self._slots_version = free, state.load_version
+        return self._slots
 
     def _admit(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> None:
         one_class = len(self.tenancy.priority_classes) == 1
@@ -371,7 +416,7 @@ class Admission:
                 acc = self.accounts[name]
                 if not acc.held_needs:
                     continue
-                avail = self._available(acc, phase, one_class)
+                avail = self._available(state, acc, phase, one_class)
                 if acc.held_needs[0] > avail + EPS:
                     continue  # none of its held jobs can be admitted in this phase
                 misses = 0
@@ -381,18 +426,18 @@ class Admission:
                     if job_need(job.spec.num_gpus, gpu_share(job.spec)) > avail + EPS:
                         misses += 1
                     elif self._try(state, now, job, acc, phase, preempt):
-                        avail = self._available(acc, phase, one_class)
+                        avail = self._available(state, acc, phase, one_class)
                     else:
                         misses += 1
 
-    def _available(self, acc: QueueAccount, phase: str, one_class: bool) -> float:
+    def _available(self, state: SchedulerState, acc: QueueAccount, phase: str, one_class: bool) -> float:
         """An upper bound of the request a held job of ``acc`` may have to be admitted in ``phase`` now."""
         if phase == "guaranteed":  # reclaim may make room: only what is left of the guarantee bounds it
             return max(g - acc.committed(k) for k, g in acc.queue.guaranteed.items())
         if not one_class:  # a higher class may preempt lower ones in its queue
             return math.inf
-        room = self.capacity[ANY_TYPE] - self.total(ANY_TYPE)
-        return min(room, max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
+        return min(-self._shortfall(state, (ANY_TYPE,), 0.0),
+                   max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
 
     def _fair_key(self, name: str) -> float:
         acc = self.accounts[name]
@@ -407,46 +452,76 @@ class Admission:
         for flavor in self._flavors(job, queue):
             keys = self._keys(job) if flavor is None else (ANY_TYPE, flavor)
             qkey = ANY_TYPE if flavor is None else flavor
-            if phase == "guaranteed":
+            if phase == "guaranteed":  # room is made after the policy had its chance (``reclaim_for_guarantees``)
                 if acc.committed(qkey) + need > queue.guaranteed.get(qkey, 0.0) + EPS:
-                    continue
-                if not self._room(keys, need) and not self._reclaim(state, now, keys, need, queue.name, preempt):
                     continue
             elif acc.committed(qkey) + need > queue.limit(qkey) + EPS:
                 short = acc.committed(qkey) + need - queue.limit(qkey)
                 if not self._preempt_lower(state, now, acc, qkey, short, prio, preempt):
                     continue
-                if not self._room(keys, need):
+                if not self._room(state, keys, need):
                     continue
-            elif not self._room(keys, need):
-                if not self._preempt_lower(state, now, acc, keys[-1], self._shortfall(keys, need), prio, preempt):
+            elif not self._room(state, keys, need):
+                if not self._preempt_lower(state, now, acc, keys[-1], self._shortfall(state, keys, need), prio,
+                                           preempt):
                     continue
-                if not self._room(keys, need):
+                if not self._room(state, keys, need):
                     continue
-            self._enter(state, job, flavor, need)
+            self._enter(state, job, flavor, need, guaranteed=phase == "guaranteed")
             return True
         return False
 
-    def _enter(self, state: SchedulerState, job: QueuedJob, flavor: str | None, need: float) -> None:
+    def _enter(self, state: SchedulerState, job: QueuedJob, flavor: str | None, need: float, *,
+               guaranteed: bool) -> None:
         q = self.queue_name(job.spec.queue)
         prio = self.tenancy.priority_of(job.spec.priority).value
         self._held[q].discard((-prio, job.entered, job.spec.job_id, need))
         if flavor is not None and job.spec.gpu_type_request != flavor:
             job.spec = replace(job.spec, gpu_type_request=flavor)
-        self._reserve(state.admit(job.spec.job_id))
+        self._reserve(state.admit(job.spec.job_id), guaranteed)
         acc = self.accounts[q]
         self._held_need(acc, need, -1)
         acc.admitted += 1
 
-    def _reclaim(self, state: SchedulerState, now: float, keys: tuple[str, ...], need: float, owner: str,
+    def reclaim_for_guarantees(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
+        """After the policy ran: jobs admitted within their queue's guarantee that it could not place get idle
+        GPUs back from queues borrowing beyond their guarantee (their preemptible jobs, lowest class and least
+        attained first, never taking a borrower below its guarantee). True if anything was preempted (the core
+        then asks the policy again)."""
+        waiting: dict[str, float] = {}
+        owners: set[str] = set()
+        for job_id, (job, q, keys, need, guaranteed) in self._reserved.items():
+            if guaranteed and state.queue.get(job_id) is job:
+                waiting[keys[-1]] = waiting.get(keys[-1], 0.0) + job.spec.num_gpus
+                owners.add(q)
+        if not waiting:
+            return False
+        revoked = [job_id for job_id, (job, q, _, _, guaranteed) in self._reserved.items()
+                   if not guaranteed and q not in owners and state.queue.get(job_id) is job]
+        for job_id in revoked:  # borrowed admissions that have not started yield first: they lose no work
+            state.hold(job_id)
+        if revoked:
+            self._refresh(state)
+            self.revoked += len(revoked)
+        residents = state.load.n_residents
+        idle = {ANY_TYPE: int((residents == 0).sum())}
+        for gpu_type, where in state.gpus_of_type:
+            idle[gpu_type.name] = int((residents[where] == 0).sum())
+        preempted = False
+        for key, need in waiting.items():
+            short = need - idle.get(key, 0)
+            if short > EPS:
+                preempted |= self._reclaim(state, now, key, short, owners, preempt)
+        if preempted:
+            self._refresh(state)
+        return preempted or bool(revoked)
+
+    def _reclaim(self, state: SchedulerState, now: float, key: str, short: float, owners: set[str],
                  preempt: Callable[[str], None]) -> bool:
-        """Preempt jobs of queues borrowing beyond their guarantee until ``need`` GPUs fit; False (nothing
-        preempted) if not enough can be freed."""
-        key = keys[-1]
-        short = self._shortfall(keys, need)
+        """Preempt borrowers' jobs until ``short`` GPUs (of type ``key``) become idle; nothing if they cannot."""
         excess: dict[str, float] = {}
         for name, acc in self.accounts.items():
-            if name == owner:
+            if name in owners:
                 continue
             qkey = self._quota_key(acc, None if key == ANY_TYPE else key)
             over = acc.used(qkey) - acc.queue.guaranteed.get(qkey, 0.0)
@@ -454,8 +529,9 @@ class Admission:
                 excess[name] = over
         if sum(excess.values()) < short - EPS:
             return False
+        left: dict[int, int] = {}  # residents per GPU once the planned victims are gone
         plan: list[RunningJob] = []
-        freed = 0.0
+        freed = 0
         for run in self._victims(state, now, set(excess), key):
             if freed >= short - EPS:
                 break
@@ -464,16 +540,18 @@ class Admission:
             if excess[name] - c < -EPS:  # would take its queue below its guarantee
                 continue
             excess[name] -= c
-            freed += c
             plan.append(run)
+            for g in run.gpus:  # co-runners idle a GPU together: plan them all, count GPUs left with nobody
+                left[g] = left.get(g, int(state.load.n_residents[g])) - 1
+                freed += left[g] == 0
         if freed < short - EPS:
             return False
+        plan = [run for run in plan if any(left[g] == 0 for g in run.gpus)]  # stopping the rest would idle nothing
         for run in plan:
             preempt(run.spec.job_id)
             self.accounts[self.queue_name(run.spec.queue)].reclaimed += 1
             self.reclaims += 1
-        self._refresh(state)
-        return self._room(keys, need)
+        return True
 
     def _preempt_lower(self, state: SchedulerState, now: float, acc: QueueAccount, key: str, short: float,
                        prio: int, preempt: Callable[[str], None]) -> bool:
@@ -503,10 +581,11 @@ class Admission:
             return
         dt = now - last
         decay = 2.0 ** (-dt / self.tenancy.half_life_s)
-        for acc in self.accounts.values():
+        for name, acc in self.accounts.items():
             used = acc.used()
             g = acc.guarantee
             acc.used_gpu_s += used * dt
+            acc.running_job_s += len(self._queue_jobs[name]) * dt
             acc.decayed_gpu_s = acc.decayed_gpu_s * decay + used * (1 - decay) * self.tenancy.half_life_s / math.log(2)
             acc.guaranteed_received_gpu_s += min(used, g) * dt
             acc.guaranteed_demand_gpu_s += min(acc.guaranteeable_demand(), g) * dt
@@ -539,6 +618,7 @@ class Admission:
                 "borrow_limit": math.nan if acc.queue.borrow_limit is None else acc.queue.borrow_limit,
                 "weight": acc.queue.weight,
                 "used_gpu_h": acc.used_gpu_s / 3600,
+                "jobs_per_charged_gpu": acc.running_job_s / acc.used_gpu_s if acc.used_gpu_s > 0 else math.nan,
                 "guaranteed_demand_gpu_h": gd / 3600,
                 "guaranteed_received_gpu_h": acc.guaranteed_received_gpu_s / 3600,
                 "guarantee_attainment": acc.guaranteed_received_gpu_s / gd if gd > 0 else math.nan,

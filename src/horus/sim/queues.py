@@ -3,7 +3,8 @@
 Columns of ``SimResult.queues`` (``queues.csv`` of a run), one row per queue (docs/tenancy.md):
 jobs / completed, mean and p95 JCT and wait (hours), GPU-hours used, guaranteed GPU-hours demanded and received
 (``guarantee_attainment`` = received / demanded: 1 when every GPU-second of demand within the guarantee was
-served), the queue's received / weighted max-min fair GPU time while the cluster was contended, seconds charged
+served), ``jobs_per_charged_gpu`` (running job-hours per charged GPU-hour: above 1 / gang size only when
+co-location runs several jobs on the GPUs it is charged for), the queue's received / weighted max-min fair GPU time while the cluster was contended, seconds charged
 above its limit (``over_limit_s``: a quota violation, must be 0), and preemptions by reclaim and by priority.
 """
 
@@ -19,7 +20,7 @@ from horus.sim.metrics import JobRecord
 
 QUEUE_COLUMNS: tuple[str, ...] = (
     "queue", "jobs", "completed", "mean_jct_h", "p95_jct_h", "mean_wait_h", "p95_wait_h", "guaranteed_gpus",
-    "borrow_limit", "weight", "used_gpu_h", "guaranteed_demand_gpu_h", "guaranteed_received_gpu_h",
+    "borrow_limit", "weight", "used_gpu_h", "jobs_per_charged_gpu", "guaranteed_demand_gpu_h", "guaranteed_received_gpu_h",
     "guarantee_attainment", "contended_share_ratio", "over_limit_s", "reclaimed", "priority_preempted", "admitted",
 )
 
