@@ -1,0 +1,193 @@
+"""Tenants in the Kubernetes extender: a pod's queue and priority class, what each queue is charged, and the
+quota rules filter and bind apply (docs/backends/kubernetes.md, "Queues (tenants)").
+
+A pod's queue is its ``horus.io/queue`` label; without one, the queue named like its namespace, else the
+tenancy's ``default_queue``. Its priority class is its ``horus.io/priority`` label, else the default. A label
+naming no queue (class) of the tenancy makes the pod unreadable (``PodError``: filter answers ``Error``).
+
+Charges are the scheduler core's: ``horus.core.tenancy.Admission`` observes the ``SchedulerState`` rebuilt from
+the placed pods (a co-located pod is charged its share of a GPU, by the tenancy's ``charge`` rule). A placed pod
+whose label names no queue still uses GPUs; it is charged to ``UNLISTED``, which has no quota.
+
+A pod is refused (code ``queue-over-quota``) on nodes of a GPU type where
+
+1. **limit**: its queue's charged GPUs plus its request would exceed the queue's limit (guarantee plus
+   ``borrow_limit``); or
+2. **guarantees**: it takes its queue beyond its guarantee (it borrows) and the GPUs left free afterwards would not
+   cover what other queues with pending pods are still owed (the lesser of their pending requests and their
+   unmet guarantee). The extender cannot reclaim lent GPUs (it never evicts), so it does not lend owed ones.
+
+Queues with per-type quotas are checked on the node's GPU type (as the core admits them under a type), others
+over all GPUs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from horus.core.tenancy import EPS, Admission, job_need
+from horus.k8s.model import ClusterModel, is_placed
+from horus.k8s.resources import PRIORITY_LABEL, QUEUE_LABEL, PodError, pod_gpu_request, pod_key
+from horus.reasons import QUEUE_OVER_QUOTA
+from horus.state import SchedulerState
+from horus.tenancy import ANY_TYPE, Queue, Tenancy
+
+UNLISTED = "<unlisted>"  # placed pods whose label names no queue (no valid queue name has '<')
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A pod's queue and priority class; ``origin``: what named the queue (label, namespace or default)."""
+
+    queue: str
+    priority: str
+    origin: str
+
+
+def _gpus(x: float) -> str:
+    return f"{round(x, 3):g}"
+
+
+class QueueGate:
+    """One tenancy over the extender's model: resolves pods' queues, observes charges, applies the quota rules.
+    Not thread-safe: used under the store's lock."""
+
+    def __init__(self, tenancy: Tenancy) -> None:
+        self.tenancy = tenancy
+        self.admission = Admission(replace(tenancy, queues={**tenancy.queues, UNLISTED: Queue(UNLISTED)}))
+        self._pending_of: tuple[int, int] | None = None
+        self._pending: dict[str, float] = {}
+
+    # ---- a pod's queue ------------------------------------------------------------------------------
+    def tenant(self, pod: dict[str, Any]) -> Tenant:
+        """The pod's queue and priority class; PodError for a label naming none of the tenancy."""
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise PodError(f"pod {pod_key(pod)}.metadata.labels: expected an object")
+        tenancy = self.tenancy
+        label = labels.get(QUEUE_LABEL)
+        if label is not None:
+            if not isinstance(label, str) or label not in tenancy.queues:
+                raise PodError(f"pod {pod_key(pod)} label {QUEUE_LABEL}: unknown queue {label!r} (known: "
+                               f"{', '.join(tenancy.queues)})"[:300])
+            queue, origin = label, "label"
+        else:
+            namespace = meta.get("namespace") or "default"
+            queue, origin = ((namespace, "namespace") if namespace in tenancy.queues
+                             else (tenancy.default_queue, "default"))
+        priority = labels.get(PRIORITY_LABEL, tenancy.default_priority)
+        if not isinstance(priority, str) or priority not in tenancy.priority_classes:
+            raise PodError(f"pod {pod_key(pod)} label {PRIORITY_LABEL}: unknown priority class {priority!r} "
+                           f"(known: {', '.join(tenancy.priority_classes)})"[:300])
+        return Tenant(queue, priority, origin)
+
+    def placed_fields(self, pod: dict[str, Any]) -> tuple[str, str | None]:
+        """(queue, priority class) a placed pod is counted under: ``UNLISTED`` for a label naming no queue."""
+        try:
+            tenant = self.tenant(pod)
+        except PodError:
+            return UNLISTED, None
+        return tenant.queue, tenant.priority
+
+    # ---- charges and pending requests -------------------------------------------------------------------
+    def observe(self, state: SchedulerState) -> None:
+        self.admission.observe(state)
+
+    def pending(self, pods: Mapping[str, dict[str, Any]], stamp: int) -> dict[str, float]:
+        """GPUs requested per queue by pending (unbound) pods of ``pods``; recomputed when ``stamp`` moves."""
+        key = (id(pods), stamp)
+        if key != self._pending_of:
+            self._pending = self._pending_requests(pods.values())
+            self._pending_of = key
+        return self._pending
+
+    def _pending_requests(self, pods: Iterable[dict[str, Any]]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for pod in pods:
+            status = pod.get("status") or {}
+            if (is_placed(pod) or not isinstance(status, dict) or status.get("phase") not in (None, "", "Pending")
+                    or (pod.get("metadata") or {}).get("deletionTimestamp")):
+                continue
+            try:
+                num_gpus, fraction = pod_gpu_request(pod)
+                queue = self.tenant(pod).queue
+            except PodError:  # a pod Horus cannot read is refused by filter: it is owed nothing
+                continue
+            if num_gpus:
+                out[queue] = out.get(queue, 0.0) + job_need(num_gpus, 1.0 if fraction is None else fraction)
+        return out
+
+    # ---- the rules -----------------------------------------------------------------------------------
+    def refusal(self, tenant: Tenant, need: float, type_name: str, pending: Mapping[str, float]) -> str:
+        """Why a pod of ``tenant`` asking for ``need`` GPUs may not go on a node of GPU type ``type_name``
+        ("" if it may), from the charges last observed."""
+        accounts = self.admission.accounts
+        acc = accounts[tenant.queue]
+        queue = acc.queue
+        key = ANY_TYPE if ANY_TYPE in queue.guaranteed else type_name
+        kind = "" if key == ANY_TYPE else f" {key}"
+        used, limit, guaranteed = acc.used(key), queue.limit(key), queue.guaranteed.get(key, 0.0)
+        if used + need > limit + EPS:
+            return (f"[{QUEUE_OVER_QUOTA}] Horus: queue {queue.name!r} is charged {_gpus(used)}{kind} GPUs of its "
+                    f"limit {_gpus(limit)}; the pod asks for {_gpus(need)} more")
+        if used + need <= guaranteed + EPS:
+            return ""
+        capacity = self.admission.capacity
+        for k in dict.fromkeys((ANY_TYPE, type_name)):
+            owed = {}
+            for name, other in accounts.items():
+                if name == queue.name or pending.get(name, 0.0) <= EPS:
+                    continue
+                short = min(pending[name], (other.guarantee if k == ANY_TYPE else other.queue.guaranteed.get(k, 0.0))
+                            - other.used(k))
+                if short > EPS:
+                    owed[name] = short
+            free = capacity.get(k, 0.0) - math.fsum(a.used(k) for a in accounts.values())
+            if owed and need + sum(owed.values()) > free + EPS:
+                where = "" if k == ANY_TYPE else f" {k}"
+                return (f"[{QUEUE_OVER_QUOTA}] Horus: queue {queue.name!r} would borrow beyond its guarantee of "
+                        f"{_gpus(guaranteed)}{kind} GPUs, but {_gpus(sum(owed.values()))} of the {_gpus(max(free, 0))} "
+                        f"free{where} GPUs are owed to queue(s) {', '.join(sorted(owed))} (pending pods below their "
+                        f"guarantee)")
+        return ""
+
+    def refusals(self, model: ClusterModel, tenant: Tenant, need: float, names: Iterable[str],
+                 pending: Mapping[str, float]) -> dict[str, str]:
+        """Reason per node of ``names`` the pod may not go on (nodes Horus cannot use are left to the decider)."""
+        self.observe(model.state)
+        by_type: dict[str, str] = {}
+        out: dict[str, str] = {}
+        for name in names:
+            info = model.nodes.get(name)
+            if info is None or info.gpu_type is None or name not in model.node_index:
+                continue
+            type_name = info.gpu_type.name
+            why = by_type.get(type_name)
+            if why is None:
+                why = by_type[type_name] = self.refusal(tenant, need, type_name, pending)
+            if why:
+                out[name] = why
+        return out
+
+    # ---- the per-queue view -----------------------------------------------------------------------------
+    def view(self, model: ClusterModel, pending: Mapping[str, float]) -> dict[str, Any]:
+        """Per queue: charged GPUs (in all and per GPU type), guarantee, limit and pending requests (JSON-able)."""
+        self.observe(model.state)
+        queues: dict[str, Any] = {}
+        for name, acc in self.admission.accounts.items():
+            if name == UNLISTED and acc.used() <= EPS:
+                continue
+            q = acc.queue
+            queues[name] = {
+                "charged_gpus": round(acc.used(), 6),
+                "charged_by_type": {k: round(v, 6) for k, v in sorted(acc.usage.items())
+                                    if k != ANY_TYPE and abs(v) > EPS},
+                "guaranteed": {} if name == UNLISTED else dict(q.guaranteed),
+                "limit": {k: (None if math.isinf(q.limit(k)) else q.limit(k)) for k in q.guaranteed},
+                "borrow_limit": q.borrow_limit, "weight": q.weight,
+                "pending_gpus": round(pending.get(name, 0.0), 6)}
+        return {"default_queue": self.tenancy.default_queue, "charge": self.tenancy.charge, "queues": queues}
