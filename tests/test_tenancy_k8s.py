@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, serve, wait_for_extender
 
 from horus.cli import main
 from horus.cluster import Cluster, Node
@@ -31,7 +32,6 @@ from horus.k8s.store import ClusterStore
 from horus.predict.analytic import AnalyticPredictor
 from horus.state import SchedulerState
 from horus.tenancy import Tenancy, parse_tenancy
-from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, serve, wait_for_extender
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 QUOTA = "[queue-over-quota]"
