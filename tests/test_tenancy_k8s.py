@@ -108,7 +108,8 @@ def test_binds_fill_a_queue_up_to_its_limit_then_filter_and_bind_refuse() -> Non
         for i, pod in enumerate(pods[:limit]):
             assert filter_(url, pod, ["n1", "n2"])["NodeNames"] == ["n1", "n2"]
             assert bind(url, pod, "n1" if i % 2 == 0 else "n2") == ""
-            assert queues_view(url)["b"]["charged_gpus"] == i + 1
+            view = queues_view(url)["b"]
+            assert view["charged_gpus"] == i + 1 and view["pending_gpus"] == len(pods) - i - 1  # bound: not pending
         over = filter_(url, pods[limit], ["n1", "n2"])["FailedAndUnresolvableNodes"]
         assert f"queue 'b' is charged {limit} GPUs of its limit {limit}" in over["n1"]
         assert QUOTA in bind(url, pods[limit + 1], "n1")

@@ -60,6 +60,8 @@ class QueueGate:
         self.admission = Admission(replace(tenancy, queues={**tenancy.queues, UNLISTED: Queue(UNLISTED)}))
         self._pending_of: tuple[int, int] | None = None
         self._pending: dict[str, float] = {}
+        self._pending_pods: dict[str, tuple[str, float]] = {}  # job id -> (queue, GPUs requested)
+        self._read: dict[str, tuple[Any, tuple[str, float] | None]] = {}  # job id -> (resourceVersion, as read)
 
     # ---- a pod's queue ------------------------------------------------------------------------------
     def tenant(self, pod: dict[str, Any]) -> Tenant:
@@ -98,27 +100,47 @@ class QueueGate:
         self.admission.observe(state)
 
     def pending(self, pods: Mapping[str, dict[str, Any]], stamp: int) -> dict[str, float]:
-        """GPUs requested per queue by pending (unbound) pods of ``pods``; recomputed when ``stamp`` moves."""
+        """GPUs requested per queue by pending (unbound) pods of ``pods`` (job id -> pod); counted again when
+        ``pods`` or ``stamp`` changes (a listing), kept up to date by ``bound`` in between."""
         key = (id(pods), stamp)
         if key != self._pending_of:
-            self._pending = self._pending_requests(pods.values())
+            self._pending_pods = self._pending_requests(pods.items())
+            self._pending = {}
+            for queue, need in self._pending_pods.values():
+                self._pending[queue] = self._pending.get(queue, 0.0) + need
             self._pending_of = key
         return self._pending
 
-    def _pending_requests(self, pods: Iterable[dict[str, Any]]) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for pod in pods:
+    def bound(self, job_id: str) -> None:
+        """A pending pod was just bound: it no longer counts as pending."""
+        found = self._pending_pods.pop(job_id, None)
+        if found is not None:
+            self._pending[found[0]] -= found[1]
+
+    def _pending_requests(self, pods: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, tuple[str, float]]:
+        """(queue, GPUs) per pending pod; a pod whose ``resourceVersion`` did not move is not read again."""
+        out: dict[str, tuple[str, float]] = {}
+        seen, known = {}, self._read
+        for job_id, pod in pods:
             status = pod.get("status") or {}
+            meta = pod.get("metadata") or {}
             if (is_placed(pod) or not isinstance(status, dict) or status.get("phase") not in (None, "", "Pending")
-                    or (pod.get("metadata") or {}).get("deletionTimestamp")):
+                    or meta.get("deletionTimestamp")):
                 continue
-            try:
-                num_gpus, fraction = pod_gpu_request(pod)
-                queue = self.tenant(pod).queue
-            except PodError:  # a pod Horus cannot read is refused by filter: it is owed nothing
-                continue
-            if num_gpus:
-                out[queue] = out.get(queue, 0.0) + job_need(num_gpus, 1.0 if fraction is None else fraction)
+            version = meta.get("resourceVersion")
+            cached = known.get(job_id)
+            if cached is not None and version is not None and cached[0] == version:
+                found = cached[1]
+            else:
+                try:
+                    num_gpus, fraction = pod_gpu_request(pod)
+                    found = (self.tenant(pod).queue, job_need(num_gpus, 1.0 if fraction is None else fraction))
+                except PodError:  # a pod Horus cannot read is refused by filter: it is owed nothing
+                    found = None
+            seen[job_id] = (version, found)
+            if found is not None and found[1] > 0:
+                out[job_id] = found
+        self._read = seen
         return out
 
     # ---- the rules -----------------------------------------------------------------------------------
@@ -157,20 +179,22 @@ class QueueGate:
 
     def refusals(self, model: ClusterModel, tenant: Tenant, need: float, names: Iterable[str],
                  pending: Mapping[str, float]) -> dict[str, str]:
-        """Reason per node of ``names`` the pod may not go on (nodes Horus cannot use are left to the decider)."""
+        """Reason per node of ``names`` the pod may not go on. One verdict per GPU type of the cluster: when they all
+        agree (a queue without per-type quotas), every name gets it; else each usable node its type's."""
         self.observe(model.state)
-        by_type: dict[str, str] = {}
+        verdicts = {t: self.refusal(tenant, need, t, pending) for t in self.admission.capacity if t != ANY_TYPE}
+        distinct = set(verdicts.values())
+        if distinct <= {""}:
+            return {}
+        if len(distinct) == 1:
+            return dict.fromkeys(names, distinct.pop())
         out: dict[str, str] = {}
         for name in names:
             info = model.nodes.get(name)
-            if info is None or info.gpu_type is None or name not in model.node_index:
-                continue
-            type_name = info.gpu_type.name
-            why = by_type.get(type_name)
-            if why is None:
-                why = by_type[type_name] = self.refusal(tenant, need, type_name, pending)
-            if why:
-                out[name] = why
+            if info is not None and info.gpu_type is not None and name in model.node_index:
+                why = verdicts.get(info.gpu_type.name, "")
+                if why:
+                    out[name] = why
         return out
 
     # ---- the per-queue view -----------------------------------------------------------------------------

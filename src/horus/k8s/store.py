@@ -6,8 +6,8 @@ extender has just bound before the next listing shows it (kept ``assume_ttl_s`` 
 kube-scheduler's own cache does. Everything is derived from API objects: a restart loses nothing.
 ``sync_failed(error)`` records a listing that could not be made; ``health(stale_after_s)`` says whether the
 last attempt succeeded and how long ago the last success was (what ``/healthz`` answers, without the lock).
-With a tenancy (``queues``, ``horus.k8s.queues``), the model's pods carry their queues; ``stamp`` moves whenever
-``pods`` may have changed (pending requests per queue are recounted then).
+With a tenancy (``queues``, ``horus.k8s.queues``), the model's pods carry their queues; ``stamp`` moves with each
+listing (pending requests per queue are recounted then; a bind takes its pod off them at once).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ClusterStore:
         self.lock = threading.RLock()
         self.queues = queues
         self._tenant = queues.placed_fields if queues is not None else None
-        self.stamp = 0  # moves with every change to ``pods``
+        self.stamp = 0  # moves with each listing or rebuild
         self.predictor = predictor
         self.onnx = onnx  # resolves horus.io/onnx-configmap annotations (horus.k8s.onnx_models)
         self.clock = clock
@@ -75,6 +75,9 @@ class ClusterStore:
                 self._apply(listed, now)
             self.synced = True
             self.stamp += 1
+            if self.queues is not None:  # charges and pending requests: here, in the re-listing thread, not a request
+                self.queues.observe(self.model.state)
+                self.queues.pending(self.pods, self.stamp)
         self.last_sync_s = time.perf_counter() - began
         self.last_success, self.last_error, self.failures = time.monotonic(), "", 0
 
@@ -145,6 +148,7 @@ class ClusterStore:
             job_id = pod_job_id(pod)
             self.assumed[job_id] = (self.clock(), pod)
             self.pods[job_id] = pod
-            self.stamp += 1
+            if self.queues is not None:
+                self.queues.bound(job_id)
             self.model.remove_pod(job_id)
             self.model.add_pod(pod)
