@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,9 +43,9 @@ def tenancy(*queues: dict[str, Any], **top: Any) -> Tenancy:
 
 
 @contextmanager
-def running(nodes: list[dict[str, Any]], pods: list[dict[str, Any]],
-            tenants: Tenancy | None) -> Iterator[tuple[str, StubAPIServer, Extender]]:
-    with StubAPIServer(nodes, pods) as stub:
+def running(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], tenants: Tenancy | None, *,
+            delay_s: float = 0.0) -> Iterator[tuple[str, StubAPIServer, Extender]]:
+    with StubAPIServer(nodes, pods, delay_s=delay_s) as stub:
         store = ClusterStore(PodPredictor(AnalyticPredictor()), queues=QueueGate(tenants) if tenants else None)
         extender = Extender(store, Decider(), KubeAPI.at(stub.url))
         Resync(extender, 60).sync_once()
@@ -113,6 +114,26 @@ def test_binds_fill_a_queue_up_to_its_limit_then_filter_and_bind_refuse() -> Non
         over = filter_(url, pods[limit], ["n1", "n2"])["FailedAndUnresolvableNodes"]
         assert f"queue 'b' is charged {limit} GPUs of its limit {limit}" in over["n1"]
         assert QUOTA in bind(url, pods[limit + 1], "n1")
+
+
+def test_concurrent_binds_of_one_queue_on_two_nodes_cannot_both_take_its_last_gpu() -> None:
+    """Queue a has room for one more GPU; two of its pods are bound at once to different nodes (different node
+    locks) through a slow API server: exactly one gets it, the other is refused with the quota reason."""
+    pods = [on("a-run", "n1", "0", "a", model=None), gpu_pod("x", ns="a", model=None), gpu_pod("y", ns="a", model=None)]
+    tenants = tenancy({"name": "a", "guaranteed": 2, "borrow_limit": 0}, {"name": "b", "guaranteed": 1})
+    with running([gpu_node("n1", 2), gpu_node("n2", 2)], pods, tenants, delay_s=0.05) as (url, _, _):
+        for pod in pods[1:]:
+            assert filter_(url, pod, ["n1", "n2"])["NodeNames"] == ["n1", "n2"]  # each alone would fit
+        errors: dict[str, str] = {}
+        threads = [threading.Thread(target=lambda p=p, n=n: errors.__setitem__(p["metadata"]["name"], bind(url, p, n)))
+                   for p, n in zip(pods[1:], ["n1", "n2"])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sorted(bool(e) for e in errors.values()) == [False, True], errors
+        assert "queue 'a' is charged 2 GPUs of its limit 2" in "".join(errors.values())
+        assert queues_view(url)["a"]["charged_gpus"] == 2
 
 
 def test_namespace_fallback_and_default_queue() -> None:
