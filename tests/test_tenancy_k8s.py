@@ -145,8 +145,10 @@ def test_namespace_fallback_and_default_queue() -> None:
     with running([gpu_node("n1", 4)], pods, tenants) as (url, _, _):
         view = queues_view(url)
         assert view["team"]["charged_gpus"] == 1 and view["shared"]["charged_gpus"] == 1
-        assert "queue 'team'" in filter_(url, pods[2], ["n1"])["FailedAndUnresolvableNodes"]["n1"]
-        assert "queue 'shared'" in filter_(url, pods[3], ["n1"])["FailedAndUnresolvableNodes"]["n1"]
+        why = filter_(url, pods[2], ["n1"])["FailedAndUnresolvableNodes"]["n1"]
+        assert "queue 'team'" in why and why.endswith("(queue from its namespace)")
+        why = filter_(url, pods[3], ["n1"])["FailedAndUnresolvableNodes"]["n1"]
+        assert "queue 'shared'" in why and "the default queue: namespace 'elsewhere' is no queue" in why
 
 
 def test_the_label_overrides_the_namespace() -> None:

@@ -40,7 +40,7 @@ UNLISTED = "<unlisted>"  # placed pods whose label names no queue (no valid queu
 
 @dataclass(frozen=True)
 class Tenant:
-    """A pod's queue and priority class; ``origin``: what named the queue (label, namespace or default)."""
+    """A pod's queue and priority class; ``origin``: what named the queue, in words (for reasons)."""
 
     queue: str
     priority: str
@@ -76,11 +76,11 @@ class QueueGate:
             if not isinstance(label, str) or label not in tenancy.queues:
                 raise PodError(f"pod {pod_key(pod)} label {QUEUE_LABEL}: unknown queue {label!r} (known: "
                                f"{', '.join(tenancy.queues)})"[:300])
-            queue, origin = label, "label"
+            queue, origin = label, f"its label {QUEUE_LABEL}"
         else:
             namespace = meta.get("namespace") or "default"
-            queue, origin = ((namespace, "namespace") if namespace in tenancy.queues
-                             else (tenancy.default_queue, "default"))
+            queue, origin = ((namespace, "its namespace") if namespace in tenancy.queues
+                             else (tenancy.default_queue, f"the default queue: namespace {namespace!r} is no queue"))
         priority = labels.get(PRIORITY_LABEL, tenancy.default_priority)
         if not isinstance(priority, str) or priority not in tenancy.priority_classes:
             raise PodError(f"pod {pod_key(pod)} label {PRIORITY_LABEL}: unknown priority class {priority!r} "
@@ -155,7 +155,7 @@ class QueueGate:
         used, limit, guaranteed = acc.used(key), queue.limit(key), queue.guaranteed.get(key, 0.0)
         if used + need > limit + EPS:
             return (f"[{QUEUE_OVER_QUOTA}] Horus: queue {queue.name!r} is charged {_gpus(used)}{kind} GPUs of its "
-                    f"limit {_gpus(limit)}; the pod asks for {_gpus(need)} more")
+                    f"limit {_gpus(limit)}; the pod asks for {_gpus(need)} more (queue from {tenant.origin})")
         if used + need <= guaranteed + EPS:
             return ""
         capacity = self.admission.capacity
