@@ -105,7 +105,8 @@ def live_server(workdir: Path, *, role: str = "admin") -> Iterator[tuple[str, st
 
 @contextmanager
 def extender(workdir: Path) -> Iterator[tuple[str, str]]:
-    """``horus k8s-extender`` (bearer token) against a stub API server with two GPU nodes and a CPU node."""
+    """``horus k8s-extender`` (bearer token, a tenancy of two queues) against a stub API server with two GPU nodes
+    and a CPU node."""
     sys.path.insert(0, str(ROOT / "tests"))
     from k8s_helpers import StubAPIServer, cpu_node, gpu_node, gpu_pod
 
@@ -113,12 +114,16 @@ def extender(workdir: Path) -> Iterator[tuple[str, str]]:
     pods = [gpu_pod("p1", node="n1", phase="Running"), gpu_pod("p2")]
     token_file = workdir / "extender-token"
     token_file.write_text(EXTENDER_TOKEN + "\n")
+    tenancy = workdir / "tenancy.yaml"  # pods of namespace "default" are charged to queue "default"
+    tenancy.write_text("tenancy:\n  queues:\n    - {name: default, guaranteed: 2, borrow_limit: 1}\n"
+                       "    - {name: other, guaranteed: 4}\n")
     log = workdir / "extender.log"
     with StubAPIServer(nodes, pods) as api:
         port = free_port()
         with open(log, "wb") as out:
             proc = subprocess.Popen([sys.executable, "-m", "horus.cli", "k8s-extender", "--api-server", api.url,
-                                     "--port", str(port), "--token-file", str(token_file), "--log-level", "warning"],
+                                     "--port", str(port), "--token-file", str(token_file), "--tenancy", str(tenancy),
+                                     "--log-level", "warning"],
                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=_env())
         url = f"http://127.0.0.1:{port}"
         try:

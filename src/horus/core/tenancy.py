@@ -333,6 +333,13 @@ class Admission:
                 if i >= scan or not acc.held_needs or left < acc.held_needs[0] - EPS:
                     break
 
+    def observe(self, state: SchedulerState) -> None:
+        """Charges of ``state``'s running jobs as they now are, admitting and preempting nothing (a read-only
+        view of a state that others place jobs on, e.g. the Kubernetes extender's)."""
+        if state is not self._state or len(self._seen_changes) != state.cluster.num_gpus:
+            self._bind(state)
+        self._refresh(state)
+
     def _refresh(self, state: SchedulerState) -> None:
         self._refresh_charges(state)
         self._release_reservations(state)

@@ -11,10 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from horus.errors import HorusInputError
 from horus.validation import Domain, NumberArg, path_arg
+
+if TYPE_CHECKING:
+    from horus.tenancy import Tenancy
 
 SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get on SIGTERM before open connections are closed
 PORT = Domain(0, 65535, True)  # 0: any free port
@@ -55,6 +59,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--stale-after-s", type=NumberArg(STALE_AFTER_S),
                    help="/healthz answers 503 when the last successful listing is older than this "
                         "(default: 3 re-listing periods, at least 30 s)")
+    p.add_argument("--tenancy", type=path_arg,
+                   help="YAML file with a 'tenancy:' section (queues, priority classes; docs/tenancy.md): filter and "
+                        "bind then keep each queue within its quota (queue: label horus.io/queue, else the namespace)")
     p.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
     p.set_defaults(func=run)
 
@@ -102,6 +109,19 @@ def _check_options(args: argparse.Namespace) -> tuple[dict[str, Any], float]:
     return policy_args, stale_after_s
 
 
+def load_tenancy(path: Path) -> Tenancy:
+    """The ``tenancy:`` section of the YAML file ``path`` (other top-level keys, e.g. a cluster spec's, are not
+    read); one-line HorusInputError naming the file and field."""
+    from horus.tenancy import parse_tenancy
+    from horus.validation import check_input_path, load_yaml
+
+    check_input_path(path, "--tenancy", "a YAML file with a 'tenancy:' section")
+    data, _ = load_yaml(path, "a tenancy YAML file")
+    if not isinstance(data, dict) or "tenancy" not in data:
+        raise HorusInputError(str(path), "expected a YAML mapping with a 'tenancy:' section")
+    return parse_tenancy(data["tenancy"], str(path))
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -124,11 +144,13 @@ def run(args: argparse.Namespace) -> int:
     from horus.k8s.extender import Extender
     from horus.k8s.onnx_models import OnnxModels
     from horus.k8s.predictor import PodPredictor
+    from horus.k8s.queues import QueueGate
     from horus.k8s.security import client_cert_protocol, read_token, tls_options
     from horus.k8s.server import Resync, create_app
     from horus.k8s.store import ClusterStore
 
     policy_args, stale_after_s = _check_options(args)
+    tenancy = load_tenancy(args.tenancy) if args.tenancy is not None else None
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     token = read_token(args.token_file) if args.token_file else None
     tls = tls_options(args.tls_cert, args.tls_key, args.tls_client_ca)
@@ -138,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
         api = KubeAPI.at(args.api_server) if args.api_server else KubeAPI.connect(args.kubeconfig, args.context)
     except Exception as exc:
         raise HorusInputError("--kubeconfig", f"no Kubernetes API configuration: {exc}") from None
-    store = ClusterStore(predictor, onnx=OnnxModels(api.get_configmap))
+    store = ClusterStore(predictor, onnx=OnnxModels(api.get_configmap),
+                         queues=QueueGate(tenancy) if tenancy is not None else None)
     extender = Extender(store, decider, api)
     resync = Resync(extender, args.resync_s)
     try:
@@ -151,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
         "listed %d nodes (%d with GPUs, %d GPUs), %d placed GPU pods counted, %d not readable; policy %s (%s path)",
         len(model.nodes), len(model.node_index), model.cluster.num_gpus, len(model.pods), len(model.unknown),
         decider.policy_name, decider.path)
+    if tenancy is not None:
+        log.info("tenancy from %s: queues %s (default %s)", args.tenancy, ", ".join(tenancy.queues),
+                 tenancy.default_queue)
     if not (token or args.tls_client_ca) and args.host not in ("127.0.0.1", "::1", "localhost"):
         log.warning("listening on %s with neither --token-file nor --tls-client-ca: anyone who can reach port %d "
                     "can bind any pod", args.host, args.port)

@@ -8,6 +8,11 @@
   the pod queued; its ``Executor`` (``_BindExecutor``) patches the decision annotations, posts the
   ``v1.Binding`` and counts the pod. One lock per node: two binds to one node never interleave, so the
   second sees the first's GPUs.
+
+With a tenancy (``store.queues``, ``horus.k8s.queues``), filter refuses nodes where the pod's queue is over its
+quota (code ``queue-over-quota``, in ``FailedAndUnresolvableNodes``: preempting pods there would not lower the
+queue's charge), and bind checks again under one lock per queue, so two binds of one queue cannot both take its
+last GPU.
 """
 
 from __future__ import annotations
@@ -16,16 +21,20 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
+from horus.core.tenancy import job_need
 from horus.errors import HorusInputError
 from horus.jobs import JobSpec
 from horus.k8s.api import KubeAPI, KubeAPIError
 from horus.k8s.decide import Decider, PreemptionUnsupported
 from horus.k8s.model import ClusterModel
 from horus.k8s.protocol import BindingArgs, ExtenderArgs, binding_result, filter_result, host_priority_list
+from horus.k8s.queues import Tenant
 from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, pod_job_spec
 from horus.reasons import GANG_TOO_LARGE
+from horus.state import gpu_share
 
 log = logging.getLogger("horus.k8s")
 
@@ -71,6 +80,7 @@ class Extender:
         self.api = api
         self.clock = clock
         self._node_locks: dict[str, threading.Lock] = {}
+        self._queue_locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self.counts = {"filter": 0, "prioritize": 0, "bind": 0, "bind_errors": 0}
 
@@ -88,11 +98,25 @@ class Extender:
         return ""
 
     def node_lock(self, node: str) -> threading.Lock:
+        return self._lock(self._node_locks, node)
+
+    def _lock(self, locks: dict[str, threading.Lock], key: str) -> threading.Lock:
         with self._guard:
-            lock = self._node_locks.get(node)
+            lock = locks.get(key)
             if lock is None:
-                lock = self._node_locks[node] = threading.Lock()
+                lock = locks[key] = threading.Lock()
             return lock
+
+    def tenant(self, pod: dict[str, Any]) -> Tenant | None:
+        """The pod's queue and priority class (None without a tenancy); PodError for an unknown one."""
+        return self.store.queues.tenant(pod) if self.store.queues is not None else None
+
+    def over_quota(self, tenant: Tenant, spec: JobSpec, names: list[str]) -> dict[str, str]:
+        """Nodes of ``names`` the pod's queue may not take it on, with the reason (under the store's lock)."""
+        store = self.store
+        gate = store.queues
+        return gate.refusals(store.model, tenant, job_need(spec.num_gpus, gpu_share(spec)), names,
+                             gate.pending(store.pods, store.stamp))
 
     # ---- filter / prioritize --------------------------------------------------------------------------
     def filter(self, args: ExtenderArgs) -> dict[str, Any]:
@@ -103,18 +127,28 @@ class Extender:
             return filter_result(args, [], {}, {}, error=str(exc))
         if spec.num_gpus == 0:  # not a GPU pod: nothing for Horus to decide
             return filter_result(args, args.node_names, {}, {})
+        try:
+            tenant = self.tenant(args.pod)
+        except PodError as exc:
+            return filter_result(args, [], {}, {}, error=str(exc))
         if args.nodes is not None:
             self.store.upsert_nodes(args.nodes)
         impossible = self.impossible(spec)
         if impossible:
             return filter_result(args, [], {}, dict.fromkeys(args.node_names, impossible))
+        names, refused = args.node_names, {}
         try:
             with self.store.lock:
-                choices = self.decider.evaluate(self.store.model, spec, args.node_names)
+                if tenant is not None:
+                    refused = self.over_quota(tenant, spec, names)
+                    names = [n for n in names if n not in refused] if refused else names
+                if not names:
+                    return filter_result(args, [], {}, refused)
+                choices = self.decider.evaluate(self.store.model, spec, names)
         except HorusInputError as exc:  # e.g. a policy whose interference model does not know the pod's model
             return filter_result(args, [], {}, {}, error=f"Horus policy {self.decider.policy_name!r}: {exc}")
         failed, unresolvable = choices.failed()
-        return filter_result(args, choices.passed(), failed, unresolvable)
+        return filter_result(args, choices.passed(), failed, {**unresolvable, **refused})
 
     def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
         """Raises PodError / HorusInputError for a pod Horus cannot read or decide on (the server answers 400)."""
@@ -122,6 +156,7 @@ class Extender:
         spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
         if spec.num_gpus == 0:
             return host_priority_list((n, 0) for n in args.node_names)
+        self.tenant(args.pod)  # the same refusal as filter's for a label naming no queue
         if args.nodes is not None:
             self.store.upsert_nodes(args.nodes)
         if self.impossible(spec):
@@ -154,10 +189,12 @@ class Extender:
             if spec.num_gpus == 0:
                 self.api.bind(args.pod_namespace, args.pod_name, args.pod_uid or uid, args.node)
                 return ""
+            tenant = self.tenant(pod)
             impossible = self.impossible(spec)
             if impossible:
                 return impossible
-            with self.node_lock(args.node):
+            # a queue's binds are serialised (queue lock, then node lock): each sees the previous one's charge
+            with self._lock(self._queue_locks, tenant.queue) if tenant else nullcontext(), self.node_lock(args.node):
                 with self.store.lock:
                     model = self.store.model
                     info = model.nodes.get(args.node)
@@ -167,6 +204,9 @@ class Extender:
                     if info.num_gpus < spec.num_gpus:
                         return (f"[{GANG_TOO_LARGE}] Horus: node {args.node} has {info.num_gpus} GPUs, pod needs "
                                 f"{spec.num_gpus} on one node")
+                    refused = self.over_quota(tenant, spec, [args.node]) if tenant else {}
+                    if refused:
+                        return refused[args.node]
                     model = model.restricted([args.node])
                 model.now = self.clock()
                 executor = _BindExecutor(self, pod, args, model)

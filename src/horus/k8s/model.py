@@ -5,6 +5,7 @@ the sum over *placed* pods (``spec.nodeName`` set, phase neither Succeeded nor F
 predicted load on the GPUs their decision annotations name: the same pods and annotations always give
 the same load, so a restarted extender rebuilds exactly what it had (there is no private state).
 GPU pods without a readable decision (placed by someone else) are listed in ``unknown`` and not counted.
+With a tenancy, each counted pod's spec carries its queue and priority class (``tenant``, ``horus.k8s.queues``).
 """
 
 from __future__ import annotations
@@ -51,8 +52,10 @@ class ClusterModel:
 
     def __init__(self, nodes: Iterable[dict[str, Any]] | Iterable[NodeGPUs], pods: Iterable[dict[str, Any]],
                  predictor: Predictor, now: float = 0.0, onnx: Callable[[str, str], str] | None = None,
-                 specs: Mapping[str, tuple[dict[str, Any], JobSpec]] | None = None) -> None:
-        """``specs``: job id -> (pod, its spec) already read from those very pod objects (``restricted``)."""
+                 specs: Mapping[str, tuple[dict[str, Any], JobSpec]] | None = None,
+                 tenant: Callable[[dict[str, Any]], tuple[str, str | None]] | None = None) -> None:
+        """``specs``: job id -> (pod, its spec) already read from those very pod objects (``restricted``).
+        ``tenant(pod)``: (queue, priority class) a placed pod is counted under (None: no tenancy)."""
         infos = [n if isinstance(n, NodeGPUs) else node_gpus(n) for n in nodes]
         self.nodes: dict[str, NodeGPUs] = {info.name: info for info in sorted(infos, key=lambda i: i.name)}
         usable = [info for info in self.nodes.values() if info.problem is None]
@@ -66,6 +69,7 @@ class ClusterModel:
         self.first_gpu = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64) if len(usable) else sizes
         self.predictor = predictor
         self.onnx = onnx  # resolves horus.io/onnx-configmap annotations (horus.k8s.onnx_models)
+        self.tenant = tenant
         self.state = PodState(self.cluster, predictor)
         self.now = now
         self.pods: dict[str, dict[str, Any]] = {}  # job id -> placed pod counted in the load
@@ -85,14 +89,17 @@ class ClusterModel:
         if job_id in self.pods or not is_placed(pod):
             return False
         read = self._read.get(job_id)
+        fresh = read is None or read[0] is not pod
         try:
-            spec = (replace(read[1], submit_time=self.now) if read is not None and read[0] is pod
-                    else pod_job_spec(pod, self.now, self.onnx))
+            spec = pod_job_spec(pod, self.now, self.onnx) if fresh else replace(read[1], submit_time=self.now)
         except PodError as exc:
             self.unknown[job_id] = str(exc)
             return False
         if spec.num_gpus == 0:
             return False
+        if fresh and self.tenant is not None:
+            queue, priority = self.tenant(pod)
+            spec = replace(spec, queue=queue, priority=priority)
         node = pod["spec"]["nodeName"]
         n = self.node_index.get(node)
         if n is None:
@@ -134,7 +141,7 @@ class ClusterModel:
         specs are not read again, only given this model's ``now``)."""
         keep = [self.nodes[n] for n in names if n in self.node_index]
         pods = [pod for info in keep for pod in self.by_node[info.name].values()]
-        return ClusterModel(keep, pods, self.predictor, self.now, self.onnx, self.specs)
+        return ClusterModel(keep, pods, self.predictor, self.now, self.onnx, self.specs, self.tenant)
 
     def load_by_node(self) -> dict[str, dict[str, list[float]]]:
         """Per-node, per-GPU predicted load (JSON-able; used by tests and ``/state``)."""

@@ -92,7 +92,9 @@ def openapi(prefix: str = "", *, secured: bool = False) -> dict[str, Any]:
                                 "ExtenderBindingResult"),
         "/healthz": read("synced", {"type": "object", "required": ["synced"]}, 503, probe=True),
         "/livez": read("alive", {"type": "object", "required": ["alive"]}, probe=True),
-        "/state": read("the per-GPU load Horus believes", {"type": "object"}),
+        "/state": read("the per-GPU load Horus believes; with a tenancy, per-queue charged GPUs and limits",
+                       {"type": "object", "required": ["load", "tenancy"],
+                        "properties": {"tenancy": {"type": ["object", "null"]}}}),
     }
     if not secured:
         for item in paths.values():

@@ -6,6 +6,8 @@ Prediction inputs (annotations): ``horus.io/model`` + ``horus.io/batch-size`` na
 ``horus.io/gpu-type`` restricts GPU types (``"A100-80GB|H100"``). The decision is written as
 ``horus.io/gpu-ids`` (UUIDs where the node lists them, else indices: the value ``NVIDIA_VISIBLE_DEVICES``
 takes), ``horus.io/gpu-indices`` and HAMi's ``hami.io/vgpu-devices-to-allocate`` (when UUIDs are known).
+Tenancy (labels, read by ``horus.k8s.queues``): ``horus.io/queue`` names the pod's queue, ``horus.io/priority``
+its Horus priority class.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ HAMI_ALLOCATED = "hami.io/vgpu-devices-allocated"
 HAMI_NODE = "hami.io/vgpu-node"
 HAMI_BIND_PHASE = "hami.io/bind-phase"
 HAMI_BIND_TIME = "hami.io/bind-time"
+QUEUE_LABEL = "horus.io/queue"
+PRIORITY_LABEL = "horus.io/priority"
 
 OPAQUE_MODEL = "<opaque>"  # a pod that names no model: the predictor assumes it fills its GPUs
 
@@ -107,12 +111,8 @@ def _container_request(container: dict[str, Any], name: str, where: str) -> int 
     return None
 
 
-def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
-                 onnx: Callable[[str, str], str] | None = None) -> PodJobSpec:
-    """The pod as a Horus job; ``num_gpus`` is 0 for a pod that asks for no GPU. Raises PodError.
-
-    ``onnx(namespace, ref)`` resolves a ``horus.io/onnx-configmap`` annotation to a catalog model name."""
-    where = f"pod {pod_key(pod)}"
+def _requests(pod: dict[str, Any], where: str) -> tuple[list[int], list[int], list[int]]:
+    """GPUs per container, and the GPU containers' declared memory (MiB) and cores (percent). Raises PodError."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     if not isinstance(meta, dict) or not isinstance(spec, dict):
@@ -138,6 +138,30 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
                 if core > 100:
                     raise PodError(f"{cwhere}: {GPUCORES} is a percentage of one GPU, got {core}")
                 cores.append(core)
+    return per_container, mems, cores
+
+
+def gpu_fraction(num_gpus: int, cores: list[int]) -> float | None:
+    """A one-GPU pod's share of its GPU (its declared cores below 100 %), else None (whole GPUs)."""
+    core = max(cores) if cores else None
+    return core / 100.0 if (num_gpus == 1 and core is not None and 0 < core < 100) else None
+
+
+def pod_gpu_request(pod: dict[str, Any]) -> tuple[int, float | None]:
+    """(GPUs, share of a GPU or None) the pod asks for, without reading its model annotations. Raises PodError."""
+    per_container, _, cores = _requests(pod, f"pod {pod_key(pod)}")
+    num_gpus = sum(per_container)
+    return num_gpus, gpu_fraction(num_gpus, cores)
+
+
+def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
+                 onnx: Callable[[str, str], str] | None = None) -> PodJobSpec:
+    """The pod as a Horus job; ``num_gpus`` is 0 for a pod that asks for no GPU. Raises PodError.
+
+    ``onnx(namespace, ref)`` resolves a ``horus.io/onnx-configmap`` annotation to a catalog model name."""
+    where = f"pod {pod_key(pod)}"
+    per_container, mems, cores = _requests(pod, where)
+    meta = pod.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     if not isinstance(annotations, dict):
         raise PodError(f"{where}.metadata.annotations: expected an object")
@@ -168,7 +192,7 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
         raise PodError(f"{where} annotation {GPU_TYPE}: expected GPU type names separated by '|'")
     num_gpus = sum(per_container)
     core = max(cores) if cores else None
-    fraction = core / 100.0 if (num_gpus == 1 and core is not None and 0 < core < 100) else None
+    fraction = gpu_fraction(num_gpus, cores)
     return PodJobSpec(job_id=pod_job_id(pod), submit_time=submit_time, num_gpus=num_gpus, model=str(model),
                       batch_size=batch, iterations=1.0, gpu_fraction=fraction,
                       gpu_type_request=gpu_type.strip() if gpu_type else None,

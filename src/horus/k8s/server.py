@@ -3,7 +3,8 @@
 ``POST {prefix}/filter``, ``/prioritize``, ``/bind`` speak extender/v1 JSON; ``GET /healthz`` answers the
 state of the re-listing (200 while the last listing succeeded and is fresh, 503 before the first, after a
 failed one, or when the last success is older than ``stale_after_s``); ``GET /livez`` is 200 while the
-process answers at all; ``GET /state`` shows the per-GPU load Horus believes.
+process answers at all; ``GET /state`` shows the per-GPU load Horus believes and, with a tenancy, each queue's
+charged GPUs, limit and pending requests (``tenancy``; null without one).
 
 A body that is not a valid message (not JSON, a non-finite number, a wrong type) gets HTTP 400 and
 ``{"Error": "..."}`` naming the field; one over ``MAX_BODY_BYTES`` gets 413; an unexpected failure gets 500
@@ -249,12 +250,13 @@ def create_app(extender: Extender, prefix: str = "", *, token: str | None = None
         def snapshot() -> dict[str, Any]:
             store = extender.store
             with store.lock:
-                model = store.model
+                model, gate = store.model, store.queues
+                tenancy = None if gate is None else gate.view(model, gate.pending(store.pods, store.stamp))
                 return {"policy": extender.decider.policy_name, "path": extender.decider.path,
                         "nodes": len(model.nodes), "gpu_nodes": len(model.node_index),
                         "gpus": model.cluster.num_gpus, "max_node_gpus": model.max_node_gpus,
                         "placed_pods": len(model.pods), "unknown_pods": dict(model.unknown),
-                        "counts": dict(extender.counts), "load": model.load_by_node()}
+                        "counts": dict(extender.counts), "load": model.load_by_node(), "tenancy": tenancy}
 
         return _reply(await run_in_threadpool(snapshot))  # waits for the store's lock off the event loop
 

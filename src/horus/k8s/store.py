@@ -6,6 +6,8 @@ extender has just bound before the next listing shows it (kept ``assume_ttl_s`` 
 kube-scheduler's own cache does. Everything is derived from API objects: a restart loses nothing.
 ``sync_failed(error)`` records a listing that could not be made; ``health(stale_after_s)`` says whether the
 last attempt succeeded and how long ago the last success was (what ``/healthz`` answers, without the lock).
+With a tenancy (``queues``, ``horus.k8s.queues``), the model's pods carry their queues; ``stamp`` moves with each
+listing (pending requests per queue are recounted then; a bind takes its pod off them at once).
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horus.k8s.model import ClusterModel, is_placed
 from horus.k8s.nodes import node_gpus
 from horus.k8s.resources import pod_job_id
 from horus.predict.base import Predictor
+
+if TYPE_CHECKING:
+    from horus.k8s.queues import QueueGate
 
 
 def _version(obj: dict[str, Any]) -> Any:
@@ -28,8 +33,12 @@ def _version(obj: dict[str, Any]) -> Any:
 
 class ClusterStore:
     def __init__(self, predictor: Predictor, *, clock: Callable[[], float] = time.time,
-                 assume_ttl_s: float = 30.0, onnx: Callable[[str, str], str] | None = None) -> None:
+                 assume_ttl_s: float = 30.0, onnx: Callable[[str, str], str] | None = None,
+                 queues: QueueGate | None = None) -> None:
         self.lock = threading.RLock()
+        self.queues = queues
+        self._tenant = queues.placed_fields if queues is not None else None
+        self.stamp = 0  # moves with each listing or rebuild
         self.predictor = predictor
         self.onnx = onnx  # resolves horus.io/onnx-configmap annotations (horus.k8s.onnx_models)
         self.clock = clock
@@ -37,7 +46,7 @@ class ClusterStore:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
         self.assumed: dict[str, tuple[float, dict[str, Any]]] = {}
-        self.model = ClusterModel([], [], predictor, onnx=onnx)
+        self.model = ClusterModel([], [], predictor, onnx=onnx, tenant=self._tenant)
         self.synced = False  # a listing was applied at least once
         self.rebuilds = 0
         self.last_sync_s = 0.0  # how long the last applied listing took
@@ -65,6 +74,10 @@ class ClusterStore:
                 self.nodes = new_nodes
                 self._apply(listed, now)
             self.synced = True
+            self.stamp += 1
+            if self.queues is not None:  # charges and pending requests: here, in the re-listing thread, not a request
+                self.queues.observe(self.model.state)
+                self.queues.pending(self.pods, self.stamp)
         self.last_sync_s = time.perf_counter() - began
         self.last_success, self.last_error, self.failures = time.monotonic(), "", 0
 
@@ -97,6 +110,7 @@ class ClusterStore:
             self.nodes = {**self.nodes, **changed}
             if self._gpus_changed(changed, replace=False):
                 self._rebuild(dict(self.pods), self.clock())
+                self.stamp += 1
 
     def _gpus_changed(self, nodes: dict[str, dict[str, Any]], *, replace: bool) -> bool:
         old = self.model.nodes
@@ -106,7 +120,8 @@ class ClusterStore:
                    for name, node in nodes.items())
 
     def _rebuild(self, pods: dict[str, dict[str, Any]], now: float) -> None:
-        self.model = ClusterModel(self.nodes.values(), pods.values(), self.predictor, now, self.onnx)
+        self.model = ClusterModel(self.nodes.values(), pods.values(), self.predictor, now, self.onnx,
+                                  tenant=self._tenant)
         self.pods = pods
         self.rebuilds += 1
         # The listing is hundreds of thousands of long-lived objects: keep them out of the cyclic garbage
@@ -133,5 +148,7 @@ class ClusterStore:
             job_id = pod_job_id(pod)
             self.assumed[job_id] = (self.clock(), pod)
             self.pods[job_id] = pod
+            if self.queues is not None:
+                self.queues.bound(job_id)
             self.model.remove_pod(job_id)
             self.model.add_pod(pod)
