@@ -166,6 +166,10 @@ class SchedulerCore:
         for action in actions:
             if isinstance(action, Start):
                 spec, gpus = self.check_start(action)
+                if self.admission is not None and not self.admission.may_start(state, spec, gpus):
+                    state.hold(spec.job_id)  # its queue's limit would be exceeded: back to held, not started
+                    as_planned = False
+                    continue
                 self.executor.start(spec, gpus, now)
                 self._reasons.pop(spec.job_id, None)
                 started += 1

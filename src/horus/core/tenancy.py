@@ -38,10 +38,12 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from horus.gpu_types import accepted_gpu_types
+from horus.jobs import JobSpec
 from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
 from horus.tenancy import ANY_TYPE, Queue, Tenancy
 
 EPS = 1e-9
+BACKLOG = 64  # admitted jobs per queue the policy may see beyond the room (its own order chooses among them)
 SCAN = 32  # held jobs of one queue looked at per step beyond the first that does not fit
 
 
@@ -57,6 +59,7 @@ class QueueAccount:
     fill: float = 0.0  # GPUs of held jobs that would fit in what is left of its guarantee (first fit, in order)
     held_needs: SortedList = field(default_factory=SortedList)  # each held job's request (the smallest first)
     commit: dict[str, float] = field(default_factory=dict)  # usage + reserved per key
+    waiting: int = 0  # its admitted jobs that have not started
     decayed_gpu_s: float = 0.0  # usage integral with exponential decay (fair-share history)
     used_gpu_s: float = 0.0
     running_job_s: float = 0.0  # integral of its number of running jobs (co-location runs more per charged GPU)
@@ -132,6 +135,7 @@ class Admission:
         self._totals: dict[str, float] = {}
         self._names: dict[str | None, str] = {}
         self._reserved_total: dict[str, float] = {}  # admitted, not yet running, all queues: requested GPUs per key
+        self.backlog = BACKLOG
         self.slots_per_gpu = 1  # workers a GPU may hold (the core sets it from the policy: > 1 if it co-locates)
         self._slots: dict[str, float] = {}
         self._slots_version = -1
@@ -151,6 +155,7 @@ class Admission:
         for acc in self.accounts.values():
             acc.usage, acc.reserved, acc.commit, acc.held_need, acc.held_guaranteeable = {}, {}, {}, 0.0, 0.0
             acc.held_needs = SortedList()
+            acc.waiting = 0
         self._totals: dict[str, float] = {}
         self.capacity = {ANY_TYPE: float(n)}
         for gpu_type, where in state.gpus_of_type:
@@ -239,6 +244,7 @@ class Admission:
             self._reserved_total[key] = self._reserved_total.get(key, 0.0) + need
             self._add_commit(acc, key, need)
         self._reserved[job.spec.job_id] = (job, q, keys, need, guaranteed)
+        acc.waiting += 1
 
     def _release_reservations(self, state: SchedulerState) -> None:
         for job_id, (job, q, keys, need, _) in list(self._reserved.items()):
@@ -248,6 +254,7 @@ class Admission:
                     acc.reserved[key] = acc.reserved.get(key, 0.0) - need
                     self._reserved_total[key] = self._reserved_total.get(key, 0.0) - need
                     self._add_commit(acc, key, -need)
+                acc.waiting -= 1
                 del self._reserved[job_id]
 
     # ---- held jobs ------------------------------------------------------------------------------------
@@ -416,6 +423,10 @@ class Admission:
         return self._slots
 
     def _admit(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> None:
+        wanting = [name for name, acc in self.accounts.items() if acc.held_needs or acc.waiting]
+        if len(wanting) == 1:  # nobody else waits: the policy sees all of it (its own order decides), limits hold
+            self._admit_all(state, self.accounts[wanting[0]])
+            return
         one_class = len(self.tenancy.priority_classes) == 1
         for phase in ("guaranteed", "borrow"):
             order = sorted((name for name in self.accounts if self._held[name]), key=self._fair_key)
@@ -437,12 +448,34 @@ class Admission:
                     else:
                         misses += 1
 
+    def _admit_all(self, state: SchedulerState, acc: QueueAccount) -> None:
+        """Admit every held job of the one queue that waits whose request fits its limit next to what it runs
+        (reservations aside: ``may_start`` holds the limit when the policy starts them)."""
+        queue = acc.queue
+        for job in list(self._held_jobs(state, queue.name)):
+            need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+            for flavor in self._flavors(job, queue):
+                qkey = ANY_TYPE if flavor is None else flavor
+                if acc.used(qkey) + need <= queue.limit(qkey) + EPS:
+                    guaranteed = acc.committed(qkey) + need <= queue.guaranteed.get(qkey, 0.0) + EPS
+                    self._enter(state, job, flavor, need, guaranteed=guaranteed)
+                    break
+
+    def may_start(self, state: SchedulerState, spec: JobSpec, gpus: tuple[int, ...]) -> bool:
+        """Whether starting ``spec`` on ``gpus`` keeps its queue within its limit (charged as its whole request)."""
+        acc = self.accounts[self.queue_name(spec.queue)]
+        if acc.queue.borrow_limit is None:
+            return True
+        self._refresh_charges(state)
+        qkey = self._quota_key(acc, state.cluster.gpus[gpus[0]].gpu_type.name)
+        return acc.used(qkey) + job_need(spec.num_gpus, gpu_share(spec)) <= acc.queue.limit(qkey) + EPS
+
     def _available(self, state: SchedulerState, acc: QueueAccount, phase: str, one_class: bool) -> float:
         """An upper bound of the request a held job of ``acc`` may have to be admitted in ``phase`` now."""
         if phase == "guaranteed":  # reclaim may make room: only what is left of the guarantee bounds it
             return max(g - acc.committed(k) for k, g in acc.queue.guaranteed.items())
-        if not one_class:  # a higher class may preempt lower ones in its queue
-            return math.inf
+        if not one_class or acc.waiting < self.backlog:  # a higher class may preempt lower ones; the look-ahead
+            return max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed)  # backlog needs no room
         return min(-self._shortfall(state, (ANY_TYPE,), 0.0),
                    max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
 
@@ -468,7 +501,7 @@ class Admission:
                     continue
                 if not self._room(state, keys, need):
                     continue
-            elif not self._room(state, keys, need):
+            elif not self._room(state, keys, need) and acc.waiting >= self.backlog:
                 if not self._preempt_lower(state, now, acc, keys[-1], self._shortfall(state, keys, need), prio,
                                            preempt):
                     continue
