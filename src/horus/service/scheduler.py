@@ -124,16 +124,18 @@ class LiveScheduler:
             rows.sort(key=lambda r: (r.queued_since, r.id))
             queued: list[JobRow] = []
             self.state.gated = False  # running attempts are adopted as they run; the admission charges them
-            for row in rows:
-                if row.state == "running" and not self._adopt(row):
-                    attained = row.attained_gpu_s + len(row.placement) * max(0.0, now - (row.started or now))
-                    self.store.requeue(row.id, row.attempt, now, attained_gpu_s=attained,
-                                       iterations_done=row.iterations_done, kind="lost",
-                                       detail={"reason": "its machine is gone"})
-                    row = self.store.job(row.id) or row
-                if row.state == "queued":
-                    queued.append(row)
-            self.state.gated = self.core.admission is not None  # waiting jobs are held for admission again
+            try:
+                for row in rows:
+                    if row.state == "running" and not self._adopt(row):
+                        attained = row.attained_gpu_s + len(row.placement) * max(0.0, now - (row.started or now))
+                        self.store.requeue(row.id, row.attempt, now, attained_gpu_s=attained,
+                                           iterations_done=row.iterations_done, kind="lost",
+                                           detail={"reason": "its machine is gone"})
+                        row = self.store.job(row.id) or row
+                    if row.state == "queued":
+                        queued.append(row)
+            finally:
+                self.state.gated = self.core.admission is not None  # waiting jobs are held for admission again
             for row in sorted(queued, key=lambda r: (r.queued_since, r.id)):  # a lost run re-enters at the back
                 self._enqueue(row)
             for key, (done, rate) in telemetry.items():  # fresher than the store's copy
