@@ -4,8 +4,8 @@ Every request but ``/healthz`` needs ``Authorization: Bearer <token>`` or a cons
 cookie (401 without, 403 with a wrong one; tokens are never logged); reads go through without one
 when the server runs with open reads. Who may do what (``horus.service.auth``): admin everything;
 a user submits and sees, reads and cancels its own jobs only (another user's job is a 404, and on
-the cluster map another user's job is shown without id or name); an agent registers and heartbeats
-only as itself. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
+the cluster map another user's job is shown without id or name) and lists queues and priority classes,
+which only an admin changes (``horus.service.tenancy_api``); an agent registers and heartbeats only as itself. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
 A write is authenticated before its body is read, and bodies are limited while they stream
 (``horus.service.limits``); a store that cannot write makes 503s and a ``degraded`` ``/healthz``.
 """
