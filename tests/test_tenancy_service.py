@@ -176,6 +176,15 @@ def test_queues_and_jobs_survive_kill9_and_the_store_wins_over_the_file(server: 
         assert {j["id"]: (j["state"], j["queue"]) for j in admin.get("/v1/jobs").json()["jobs"]} == jobs
         assert (after["a"]["held_jobs"], after["a"]["charged_gpus"], after["b"]["charged_gpus"]) == (2, 1.0, 1.0)
         assert "ignored: this store was seeded before" in server.log.read_text()
+        # a queue replaced with a lower limit gives back what it is charged above it at the next step
+        running = next(j for j in admin.get("/v1/jobs", params={"state": "running"}).json()["jobs"]
+                       if j["queue"] == "a")
+        assert admin.put("/v1/queues/a", json={"guaranteed": 0, "borrow_limit": 0}).status_code == 200
+        given = wait_for(lambda: (j := admin.get(f"/v1/jobs/{running['id']}").json())["state"] == "queued" and j, 10,
+                         what="queue a gives its job back")
+        assert given["events"][-1]["kind"] == "requeued:preempted" and given["events"][-1]["by"] == "tenancy"
+        assert metrics(admin)[("horus_queue_reclaims_total", (("queue", "a"),))] == 1.0  # since this start
+        assert (queues(admin)["a"]["charged_gpus"], queues(admin)["a"]["held_jobs"]) == (0.0, 3)
         for job_id, (state, _) in jobs.items():
             if state in ("queued", "running"):
                 assert admin.post(f"/v1/jobs/{job_id}/cancel").status_code == 200

@@ -170,7 +170,8 @@ class LiveScheduler:
     def spec_of(self, row: JobRow) -> JobSpec:
         queue, priority = row.queue, row.priority
         tenancy = self.tenants.tenancy
-        if tenancy is not None and (queue not in (None, *tenancy.queues) or priority not in (None, *self.tenants.classes)):
+        if tenancy is not None and ((queue is not None and queue not in tenancy.queues)
+                                    or (priority is not None and priority not in self.tenants.classes)):
             log.warning("job %s names queue %r / class %r, which no longer exist: it runs under the defaults", row.id,
                         queue, priority)  # unreachable through the API (a queue or class in use is not deleted)
             queue, priority = None, None
@@ -263,8 +264,8 @@ class LiveScheduler:
         with self.lock:
             return tenants_mod.class_views(self.tenants)
 
-    def tenant_of(self, row: JobRow) -> tuple[str | None, str]:
-        """The queue (None: no tenancy) and priority class a stored job is of."""
+    def tenant_of(self, row: JobRow) -> tuple[str | None, str | None]:
+        """The queue and priority class a stored job is of (without a tenancy: what it named, if anything)."""
         return self.tenants.names(row.queue, row.priority)
 
     # ---- Executor (called by SchedulerCore.schedule under the lock) ----------------------------------------

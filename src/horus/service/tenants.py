@@ -46,10 +46,11 @@ class Tenants:
             raise HorusInputError("priority", f"unknown priority class {priority!r} (known: "
                                               f"{', '.join(self.classes)})")
 
-    def names(self, queue: str | None, priority: str | None) -> tuple[str | None, str]:
-        """The queue and class a job with these stored names belongs to (queue None: no tenancy)."""
-        q = None if self.tenancy is None else queue or self.tenancy.default_queue
-        return q, priority or self.default_priority
+    def names(self, queue: str | None, priority: str | None) -> tuple[str | None, str | None]:
+        """The queue and class a job with these stored names belongs to (without a tenancy: the stored names)."""
+        if self.tenancy is None:
+            return queue, priority
+        return queue or self.tenancy.default_queue, priority or self.default_priority
 
 
 def load(store: Store) -> Tenants:
