@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "horus.interference.commands",
     "horus.service.commands",
     "horus.service.token_commands",
+    "horus.service.queue_commands",
     "horus.ray.commands",
     "horus.k8s.commands",
 )

@@ -4,8 +4,8 @@ Every request but ``/healthz`` needs ``Authorization: Bearer <token>`` or a cons
 cookie (401 without, 403 with a wrong one; tokens are never logged); reads go through without one
 when the server runs with open reads. Who may do what (``horus.service.auth``): admin everything;
 a user submits and sees, reads and cancels its own jobs only (another user's job is a 404, and on
-the cluster map another user's job is shown without id or name); an agent registers and heartbeats
-only as itself. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
+the cluster map another user's job is shown without id or name) and lists queues and priority classes,
+which only an admin changes (``horus.service.tenancy_api``); an agent registers and heartbeats only as itself. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
 A write is authenticated before its body is read, and bodies are limited while they stream
 (``horus.service.limits``); a store that cannot write makes 503s and a ``degraded`` ``/healthz``.
 """
@@ -41,7 +41,8 @@ log = logging.getLogger("horus.service")
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # every request but model uploads
 BRIEF_FIELDS = ("id", "name", "owner", "state", "model", "num_gpus", "placement", "submitted", "queued_since",
-                "started", "ended", "iterations", "iterations_done", "observed_rate", "reason", "waiting")
+                "started", "ended", "iterations", "iterations_done", "observed_rate", "reason", "waiting", "queue",
+                "priority")
 JobId = Annotated[int, Path(ge=1, le=2**62, description="job id")]
 PROGRESS_PATH = re.compile(r"/v1/jobs/[^/]+/progress")
 JobState = Literal["queued", "running", "finished", "failed", "cancelled"]
@@ -65,7 +66,7 @@ class ErrorReply(BaseModel):
 
 
 _WHY = {400: "the body could not be read", 401: "no credential", 403: "a wrong credential, or a role that may not "
-        "do this", 404: "no such job (or another user's)", 409: "the request conflicts with itself or with the "
+        "do this", 404: "no such job (or another user's), queue or priority class", 409: "the request conflicts with itself or with the "
         "server's state", 413: "the body is too large", 422: "the request does not match this schema",
         503: "the store cannot be read or written now (Retry-After)"}
 
@@ -209,7 +210,8 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
                idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> dict[str, Any]:
         """Queue a job (owned by the caller). A retry with the same idempotency key (body field or header) by the
         same caller returns the first job (200). 409: a name in both env and secret_env, a model the server does
-        not know, or more GPUs (of the type asked for) than the cluster has."""
+        not know, more GPUs (of the type asked for) than the cluster has, or a queue or priority class that does
+        not exist."""
         need(who, "admin", "user")
         clash = body.clash()
         if clash:
@@ -218,14 +220,15 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         new = NewJob(model=body.model or "", batch_size=body.batch_size if body.model else 0,
                      num_gpus=body.num_gpus, command=body.command, env={**body.env, **body.secret_env},
                      cwd=body.cwd, name=body.name, gpu_type=body.gpu_type, gpu_fraction=body.gpu_fraction,
-                     iterations=body.iterations, idem_key=key, owner=who.name, secret_keys=tuple(body.secret_env))
+                     iterations=body.iterations, idem_key=key, owner=who.name, secret_keys=tuple(body.secret_env),
+                     queue=body.queue, priority=body.priority)
         try:
             row, created = scheduler.submit(new)
         except HorusInputError as exc:  # valid by the schema, refused by the server's state (cluster, models)
             raise HTTPException(409, f"{exc.source}: {exc.message}") from None
         if not created:
             response.status_code = 200
-        return job_view(row, prediction=scheduler.prediction(row))
+        return job_view(row, prediction=scheduler.prediction(row), tenant=scheduler.tenant_of(row))
 
     @app.get("/v1/jobs", tags=["jobs"], responses=errors(*READ_ERRORS))
     def list_jobs(who: Identity = Reader, state: Annotated[list[JobState] | None, Query()] = None,
@@ -243,7 +246,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         def view(r: Any) -> dict[str, Any]:
             v = job_view(r, telemetry=scheduler.telemetry(r.job_id) if r.state == "running" else None,
                          waiting=scheduler.wait_reason(r.job_id) if r.state == "queued" else None,
-                         hide_env=who is OPEN_READER)
+                         hide_env=who is OPEN_READER, tenant=scheduler.tenant_of(r))
             return {k: v[k] for k in BRIEF_FIELDS if k in v} if brief else v
 
         # plain JSON of plain values, one job at a time: no FastAPI per-field encoder, and bounded in bytes
@@ -258,7 +261,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         row = own_job(who, job_id)
         view = job_view(row, prediction=scheduler.prediction(row), telemetry=scheduler.telemetry(row.job_id),
                         events=scheduler.store.events(job_id), waiting=scheduler.wait_reason(row.job_id),
-                        hide_env=who is OPEN_READER)
+                        hide_env=who is OPEN_READER, tenant=scheduler.tenant_of(row))
         view["history"] = scheduler.history(row.job_id)
         return view
 
@@ -270,7 +273,7 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         row = scheduler.cancel(job_id)
         if row is None:
             raise HTTPException(404, f"no job {job_id}")
-        return job_view(row)
+        return job_view(row, tenant=scheduler.tenant_of(row))
 
     @app.post("/v1/jobs/{job_id}/progress", tags=["jobs"], status_code=204, responses=errors(*WRITE_ERRORS))
     def progress(job_id: JobId, body: JobProgress, authorization: Auth = None) -> Response:
@@ -375,7 +378,9 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         return {"desired": desired, **scheduler.fencing()}
 
     from horus.service.console import mount_console
+    from horus.service.tenancy_api import mount_tenancy
 
+    mount_tenancy(app, scheduler, reader, writer, need)
     mount_console(app, auth, sessions)
     return app
 

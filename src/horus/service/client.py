@@ -101,6 +101,22 @@ def find_token(token_file: Path | None) -> str | None:
     return read_token(path) if path.exists() else None
 
 
+def add_client_args(p: Any) -> None:
+    """The options every client verb takes: ``--server``, ``--token-file``, ``--json``."""
+    from horus.validation import path_arg
+
+    p.add_argument("--server", type=server_arg,
+                   help="service URL (default $HORUS_SERVER or http://127.0.0.1:8470)")
+    p.add_argument("--token-file", type=path_arg,
+                   help="token file (default $HORUS_TOKEN, else the default state dir's)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def client_from(args: Any) -> Client:
+    """A client of ``--server`` (or the default) with ``--token-file``'s token (or the default)."""
+    return Client(args.server or default_server(), find_token(args.token_file))
+
+
 class Client:
     def __init__(self, server: str, token: str | None, timeout_s: float = 30.0) -> None:
         import httpx

@@ -46,13 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _client_args(p: argparse.ArgumentParser) -> None:
-    from horus.service.client import server_arg
+    from horus.service.client import add_client_args
 
-    p.add_argument("--server", type=server_arg,
-                   help="service URL (default $HORUS_SERVER or http://127.0.0.1:8470)")
-    p.add_argument("--token-file", type=path_arg,
-                   help="token file (default $HORUS_TOKEN, else the default state dir's)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    add_client_args(p)
 
 
 def _client_parser(subparsers: argparse._SubParsersAction, name: str, help_text: str, func: Any,
@@ -78,6 +74,9 @@ def _serve(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--token-file", type=path_arg,
                    help="bearer token for writes (default: <state-dir>/token, created)")
     p.add_argument("--open-reads", action="store_true", help="let reads (GET) through without a token")
+    p.add_argument("--tenancy", type=path_arg, metavar="FILE",
+                   help="a cluster spec YAML whose 'tenancy:' section (queues, priority classes) seeds the store at "
+                        "its first start; after that the store wins (`horus queue` changes it)")
     p.add_argument("--fake-gpus", type=NumberArg(FAKE_GPUS), default=0, metavar="N", help="N fake GPUs (no GPU needed; jobs run on CPU)")
     p.add_argument("--gpu-type", default="V100", help="GPU type of the fake GPUs (default V100)")
     p.add_argument("--no-agent", action="store_true", help="run no agent here (machines join with `horus agent`)")
@@ -143,6 +142,10 @@ def _submit(subparsers: argparse._SubParsersAction) -> None:
                    help="pass this variable of your environment to the job as a secret: no read ever returns its "
                         "value (repeatable; the value is never on the command line)")
     p.add_argument("--name", help="a name for the job")
+    p.add_argument("--queue", metavar="Q", help="the queue (tenant) to charge (default: the default queue; `horus "
+                                               "queue list`)")
+    p.add_argument("--priority", metavar="P", help="the job's priority class (default: the default class; `horus "
+                                                  "priority-class list`)")
     p.add_argument("--idempotency-key", help="retrying with the same key never creates a second job")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     _client_args(p)
@@ -166,7 +169,7 @@ def run_serve(args: argparse.Namespace) -> int:
                          gpu_type=args.gpu_type, agent_name=args.agent_name, heartbeat_s=args.heartbeat_s,
                          lease_s=args.lease_s, grace_s=args.grace_s, mps=args.mps, log_level=args.log_level,
                          backend=args.backend, ray_address=args.ray_address, fence_fraction=args.fence_fraction,
-                         fence_kill_s=args.fence_kill_s, run_as=run_as_ids(args.run_as))
+                         fence_kill_s=args.fence_kill_s, run_as=run_as_ids(args.run_as), tenancy=args.tenancy)
     _check_gpu_type(args.gpu_type)
     if args.agent_name is not None:
         _agent_name(args.agent_name, "--agent-name")
@@ -249,9 +252,9 @@ def run_agent(args: argparse.Namespace) -> int:
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from horus.service.client import Client, default_server, find_token
+    from horus.service.client import client_from
 
-    return Client(args.server or default_server(), find_token(args.token_file))
+    return client_from(args)
 
 
 def run_submit(args: argparse.Namespace) -> int:
@@ -274,6 +277,11 @@ def run_submit(args: argparse.Namespace) -> int:
     for option, value in (("--gpu-fraction", args.gpu_fraction), ("--iterations", args.iterations)):
         if value is not None and not math.isfinite(value):
             raise HorusInputError(option, f"expected a finite number, got {value!r}")
+    from horus.service.queue_commands import tenant_name
+
+    for option, value in (("--queue", args.queue), ("--priority", args.priority)):
+        if value is not None:
+            tenant_name(value, option)
     client = _client(args)
     model, batch = args.model, args.batch_size
     if args.onnx is not None:
@@ -284,7 +292,7 @@ def run_submit(args: argparse.Namespace) -> int:
     body = {"command": command, "model": model, "batch_size": batch, "num_gpus": args.num_gpus,
             "gpu_type": args.gpu_type, "gpu_fraction": args.gpu_fraction, "iterations": args.iterations,
             "env": env, "secret_env": secret_env or None, "name": args.name, "idempotency_key": args.idempotency_key,
-            "cwd": os.getcwd()}
+            "cwd": os.getcwd(), "queue": args.queue, "priority": args.priority}
     job = client.submit({k: v for k, v in body.items() if v is not None})
     if args.json:
         print(json.dumps(job, indent=2))
@@ -325,7 +333,8 @@ def run_job(args: argparse.Namespace) -> int:
 
     console = Console()
     table = Table(title=f"job {job['id']}", show_header=False)
-    for key in ("name", "state", "attempt", "model", "batch_size", "num_gpus", "iterations", "iterations_done",
+    for key in ("name", "state", "queue", "priority", "attempt", "model", "batch_size", "num_gpus", "iterations",
+                "iterations_done",
                 "observed_rate", "predicted", "placement", "command", "oom_failures", "preemptions", "exit_code",
                 "reason"):
         if job.get(key) not in (None, [], {}):
@@ -400,7 +409,9 @@ def _jobs_table(jobs: list[dict[str, Any]], counts: dict[str, int]) -> Any:
 
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     table = Table(title=f"jobs ({summary})" if summary else "jobs")
-    for col in ("id", "state", "model", "gpus", "placement", "progress", "submitted", "reason"):
+    tenants = any(j.get("queue") for j in jobs)  # a queue column where the service has queues
+    for col in ("id", "state", *(("queue",) if tenants else ()), "model", "gpus", "placement", "progress",
+                "submitted", "reason"):
         table.add_column(col)
     for j in jobs:
         placement = ",".join(f"{p['agent']}:{p['gpu']}" for p in j["placement"]) or "-"
@@ -408,8 +419,9 @@ def _jobs_table(jobs: list[dict[str, Any]], counts: dict[str, int]) -> Any:
         progress = f"{j['iterations_done']:.0f}" + (f"/{total:.0f}" if total else "")
         model = f"{j['model']}/b{j['batch_size']}" if j.get("model") else "-"
         reason = (j.get("waiting") or {}).get("code") or j.get("reason") or ""  # why it waits, else why it ended
-        table.add_row(j["id"], j["state"], model, str(j["num_gpus"]), placement, progress, _when(j["submitted"]),
-                      reason)
+        queue = (f"{j.get('queue') or '-'}" + (f"/{j['priority']}" if j.get("priority") not in (None, "normal") else ""),)
+        table.add_row(j["id"], j["state"], *(queue if tenants else ()), model, str(j["num_gpus"]), placement, progress,
+                      _when(j["submitted"]), reason)
     return table
 
 

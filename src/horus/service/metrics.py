@@ -1,8 +1,8 @@
 """Prometheus metrics of the live service (``prometheus_client``, one registry per service).
 
-Counters and histograms are updated where things happen; queue length, running jobs and the
-per-GPU gauges are read from the scheduler at scrape time (a custom collector), so they are never
-stale.
+Counters and histograms are updated where things happen; queue length, running jobs, the
+per-GPU gauges and the per-queue (tenant) gauges are read from the scheduler at scrape time (a custom
+collector), so they are never stale.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ class ServiceMetrics:
                                buckets=TIME_BUCKETS, registry=r)
         self.oom_restarts = Counter("horus_oom_restarts", "Job attempts that ended out of GPU memory", registry=r)
         self.agents_lost = Counter("horus_agents_lost", "Agents that missed their lease", registry=r)
+        self.queue_reclaims = Counter("horus_queue_reclaims", "Jobs of the queue preempted to give borrowed GPUs "
+                                      "back (to another queue's guarantee, or down to its own limit)", ["queue"],
+                                      registry=r)
 
     def bind(self, scheduler: LiveScheduler) -> None:
         """Expose the scheduler's live gauges."""
@@ -73,3 +76,24 @@ class _StateCollector(Collector):
         yield residents
         yield capacity
         yield from families.values()
+        yield from _queue_families(self.scheduler.queue_views())
+
+
+QUEUE_GAUGES = (  # (metric, help, key of the queue's view)
+    ("horus_queue_guaranteed_gpus", "GPUs guaranteed to the queue (all types)", "guaranteed"),
+    ("horus_queue_charged_gpus", "GPUs the queue's running jobs are charged now (shared GPUs split)",
+     "charged_gpus"),
+    ("horus_queue_reserved_gpus", "GPUs reserved by the queue's admitted jobs that wait for placement",
+     "reserved_gpus"),
+    ("horus_queue_held_jobs", "Jobs of the queue held by its quota (not yet admitted)", "held_jobs"),
+)
+
+
+def _queue_families(queues: list[dict[str, object]]) -> Iterator[Metric]:
+    """Per-queue gauges (label ``queue``); none without a tenancy."""
+    for name, text, key in QUEUE_GAUGES:
+        family = GaugeMetricFamily(name, text, labels=["queue"])
+        for q in queues:
+            value = q[key]
+            family.add_metric([str(q["name"])], sum(value.values()) if isinstance(value, dict) else float(value))
+        yield family

@@ -31,6 +31,7 @@ from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Policy
 from horus.predict.base import Predictor
+from horus.service import tenants as tenants_mod
 from horus.service.agents import AgentInfo, cluster_of, expired
 from horus.service.ledger import Ledger
 from horus.service.live_jobs import LiveJob, LiveJobs
@@ -39,6 +40,7 @@ from horus.service.predictor import ServicePredictor
 from horus.service.schemas import MAX_LOG_TAIL_CHARS
 from horus.service.store import FINAL_STATES, AgentRow, JobRow, NewJob, Store
 from horus.state import SchedulerState, gpu_share
+from horus.tenancy import PriorityClass, Queue
 
 log = logging.getLogger("horus.service")
 
@@ -86,6 +88,8 @@ class LiveScheduler:
                 self.agents[row.name] = AgentInfo(row.name, row.seq, row.hostname, row.gpus, last_seen=now)
         self._register_models()
         self.ledger = Ledger(store)
+        self.tenants = tenants_mod.load(store)  # queues and priority classes (no queue: no tenancy)
+        self._policy_step = -1  # the state's policy-call number when a step began (preemptions before: the tenancy's)
         self.policy: Policy = create_policy(policy, self.policy_options)  # one object for the service's life
         self.rebuild()
 
@@ -110,21 +114,28 @@ class LiveScheduler:
             for g, key in enumerate(gpu_map):
                 self.agent_gpus.setdefault(key[0], {})[g] = key
             self.state = SchedulerState(self.cluster, self.predictor)
-            self.core = SchedulerCore(self.state, self.policy, self)  # the same policy: it keeps what it learned
+            old = self.core.admission if hasattr(self, "core") else None
+            # the same policy (it keeps what it learned); the tenancy is set before any job enters the state
+            self.core = SchedulerCore(self.state, self.policy, self, tenancy=self.tenants.tenancy)
+            tenants_mod.carry_ledger(old, self.core.admission)
             self.live = LiveJobs()
             now = self.clock()
             rows = self.store.jobs(states=("queued", "running"))
             rows.sort(key=lambda r: (r.queued_since, r.id))
             queued: list[JobRow] = []
-            for row in rows:
-                if row.state == "running" and not self._adopt(row):
-                    attained = row.attained_gpu_s + len(row.placement) * max(0.0, now - (row.started or now))
-                    self.store.requeue(row.id, row.attempt, now, attained_gpu_s=attained,
-                                       iterations_done=row.iterations_done, kind="lost",
-                                       detail={"reason": "its machine is gone"})
-                    row = self.store.job(row.id) or row
-                if row.state == "queued":
-                    queued.append(row)
+            self.state.gated = False  # running attempts are adopted as they run; the admission charges them
+            try:
+                for row in rows:
+                    if row.state == "running" and not self._adopt(row):
+                        attained = row.attained_gpu_s + len(row.placement) * max(0.0, now - (row.started or now))
+                        self.store.requeue(row.id, row.attempt, now, attained_gpu_s=attained,
+                                           iterations_done=row.iterations_done, kind="lost",
+                                           detail={"reason": "its machine is gone"})
+                        row = self.store.job(row.id) or row
+                    if row.state == "queued":
+                        queued.append(row)
+            finally:
+                self.state.gated = self.core.admission is not None  # waiting jobs are held for admission again
             for row in sorted(queued, key=lambda r: (r.queued_since, r.id)):  # a lost run re-enters at the back
                 self._enqueue(row)
             for key, (done, rate) in telemetry.items():  # fresher than the store's copy
@@ -138,7 +149,8 @@ class LiveScheduler:
     def _enqueue(self, row: JobRow) -> None:
         spec = self.spec_of(row)
         self.state.submit(spec, row.queued_since)
-        queued = self.state.queue[spec.job_id]
+        queued = self.state.waiting(spec.job_id)
+        assert queued is not None
         queued.attained_gpu_s = row.attained_gpu_s
         queued.oom_failures = row.oom_failures
         queued.preemptions = row.preemptions
@@ -155,16 +167,23 @@ class LiveScheduler:
         self.live.add(row.job_id, LiveJob(row, row.attempt, row.placement, row.attempt_start_iterations))
         return True
 
-    @staticmethod
-    def spec_of(row: JobRow) -> JobSpec:
+    def spec_of(self, row: JobRow) -> JobSpec:
+        queue, priority = row.queue, row.priority
+        tenancy = self.tenants.tenancy
+        if tenancy is not None and ((queue is not None and queue not in tenancy.queues)
+                                    or (priority is not None and priority not in self.tenants.classes)):
+            log.warning("job %s names queue %r / class %r, which no longer exist: it runs under the defaults", row.id,
+                        queue, priority)  # unreachable through the API (a queue or class in use is not deleted)
+            queue, priority = None, None
         return JobSpec(job_id=row.job_id, submit_time=row.submitted, num_gpus=row.num_gpus, model=row.model,
                        batch_size=row.batch_size, iterations=row.iterations or UNKNOWN_ITERATIONS,
-                       gpu_fraction=row.gpu_fraction, gpu_type_request=row.gpu_type)
+                       gpu_fraction=row.gpu_fraction, gpu_type_request=row.gpu_type, queue=queue, priority=priority)
 
     # ---- requests ----------------------------------------------------------------------------------------
     def submit(self, job: NewJob) -> tuple[JobRow, bool]:
         """Validate, store (durable before it returns) and queue a job. (row, created)."""
         with self.lock:
+            self.tenants.check(job.queue, job.priority)  # unknown queue or class -> HorusInputError
             probe = JobSpec("probe", 0.0, job.num_gpus, job.model, job.batch_size, job.iterations or 1.0,
                             job.gpu_fraction, job.gpu_type)
             if self.cluster.num_gpus:
@@ -195,9 +214,59 @@ class LiveScheduler:
                 self.state.finish(key)
                 self._wake(self.live.pop(key))
                 self.ledger.sync(self.state, self.gpu_map, now)
-            elif key in self.state.queue:
+            elif self.state.waiting(key) is not None:  # queued, or held for its queue's quota
                 self.state.withdraw(key)
             return self.store.job(job_id)
+
+    # ---- tenancy: queues and priority classes (horus.service.tenants) ---------------------------------------
+    def put_queue(self, queue: Queue) -> bool:
+        """Create or replace a queue (durable first), then rebuild the core with the new tenancy; True if created."""
+        with self.lock:
+            created = self.store.put_queue(queue.name, dict(queue.guaranteed), queue.borrow_limit, queue.weight,
+                                           self.clock())
+            self._reload_tenants()
+            return created
+
+    def delete_queue(self, name: str) -> int | None:
+        """Delete a queue no queued or running job is of: None if there is none, else how many jobs keep it (0:
+        deleted). The last queue deleted, the service has no tenancy again."""
+        with self.lock:
+            busy = self.store.delete_queue(name, self.tenants.default_queue or "")
+            if busy == 0:
+                self._reload_tenants()
+            return busy
+
+    def put_priority_class(self, cls: PriorityClass) -> bool:
+        with self.lock:
+            created = self.store.put_priority_class(cls.name, cls.value, cls.preemptible, self.clock())
+            self._reload_tenants()
+            return created
+
+    def delete_priority_class(self, name: str) -> int | None:
+        """As ``delete_queue``, for a stored priority class (the built-in ``normal`` is not stored)."""
+        with self.lock:
+            busy = self.store.delete_priority_class(name, self.tenants.default_priority)
+            if busy == 0:
+                self._reload_tenants()
+            return busy
+
+    def _reload_tenants(self) -> None:
+        """The tenancy as the store now has it; the core is built again around it (``SchedulerCore`` takes its
+        tenancy before any job enters its state: the path machines joining take)."""
+        self.tenants = tenants_mod.load(self.store)
+        self.rebuild()
+
+    def queue_views(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return tenants_mod.queue_views(self.tenants, self.core.admission, self.state)
+
+    def class_views(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return tenants_mod.class_views(self.tenants)
+
+    def tenant_of(self, row: JobRow) -> tuple[str | None, str | None]:
+        """The queue and priority class a stored job is of (without a tenancy: what it named, if anything)."""
+        return self.tenants.names(row.queue, row.priority)
 
     # ---- Executor (called by SchedulerCore.schedule under the lock) ----------------------------------------
     def start(self, spec: JobSpec, gpus: tuple[int, ...], now: float) -> None:
@@ -220,8 +289,11 @@ class LiveScheduler:
         assert live is not None
         run = self.state.running[job_id]
         self.ledger.departed(job_id, "unpacked")
+        detail = None
+        if self.core.admission is not None and self.state.step == self._policy_step:  # before the policy's call
+            detail = {"by": "tenancy", "queue": self.core.admission.queue_name(run.spec.queue)}
         self.store.requeue(int(job_id), live.attempt, now, attained_gpu_s=run.attained(now),
-                           iterations_done=run.iterations_done, kind="preempted")
+                           iterations_done=run.iterations_done, kind="preempted", detail=detail)
         self.state.requeue(job_id, now)
         self._wake(live)
 
@@ -242,7 +314,13 @@ class LiveScheduler:
             # start decided at an earlier `now` would precede them in the job's history
             if not self.cluster.num_gpus or not self.core.wants_step():
                 return 0
+            admission = self.core.admission
+            before = {q: a.reclaimed for q, a in admission.accounts.items()} if admission is not None else {}
+            self._policy_step = self.state.step
             self.core.schedule(now)
+            for q, count in before.items():
+                if admission is not None and admission.accounts[q].reclaimed > count:
+                    self.metrics.queue_reclaims.labels(queue=q).inc(admission.accounts[q].reclaimed - count)
             self.metrics.decision_s.observe(self.core.last_decision_s)
             self.ledger.sync(self.state, self.gpu_map, now)
             return self.core.last_started
@@ -359,7 +437,7 @@ class LiveScheduler:
         job still waits (no later attempt started) and that attempt ran on this agent alone, the job is finished
         instead of run again."""
         row = self.store.job(int(key))
-        if row is None or row.state != "queued" or row.attempt != attempt or key not in self.state.queue:
+        if row is None or row.state != "queued" or row.attempt != attempt or self.state.waiting(key) is None:
             return
         started = [e for e in self.store.events(row.id) if e["kind"] == "started" and e["attempt"] == attempt]
         placement = started[-1].get("placement") if started else None
@@ -514,7 +592,8 @@ class LiveScheduler:
                     "agents": [{"name": a.name, "hostname": a.hostname, "gpus": len(a.gpus),
                                 "last_seen_s_ago": round(max(0.0, self.clock() - a.last_seen), 3)}
                                for a in sorted(self.agents.values(), key=lambda a: a.seq)],
-                    "queued": len(self.state.queue), "running": len(self.state.running), "gpus": gpus}
+                    "queued": len(self.state.queue) + len(self.state.held), "held": len(self.state.held),
+                    "running": len(self.state.running), "gpus": gpus}
 
     def _resident(self, job_id: str, gpu_type: Any, viewer: str | None) -> dict[str, Any]:
         run = self.state.running[job_id]

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from horus.tenancy import NAME_MAX, PRIORITY_VALUE, QUOTA_GPUS, WEIGHT
 from horus.validation import LIMITS
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
@@ -20,6 +21,8 @@ NO_NUL = r"^[^\x00]*$"
 ENV_NAME_SCHEMA = {"pattern": r"^(?!HORUS_)(?!CUDA_VISIBLE_DEVICES$)[A-Za-z_][A-Za-z0-9_]{0,127}$"}
 MIN_FRACTION = LIMITS["gpu_fraction"].low  # the smallest GPU share a job may request
 MIN_ITERATIONS = LIMITS["iterations"].low  # a job's iteration count, when given
+TENANT_NAME = rf"^[A-Za-z0-9_.\-]{{1,{NAME_MAX}}}$"  # a queue's or a priority class's name (horus.tenancy.check_name)
+GPU_TYPE_KEY = r"^(\*|[A-Za-z0-9_.\-]{1,64})$"  # a quota's key: a GPU type name, or * for GPUs of any type
 
 
 def _integral(value: Any) -> Any:
@@ -75,6 +78,10 @@ class JobSubmit(_Strict):
     name: str | None = Field(None, max_length=200)
     idempotency_key: str | None = Field(None, min_length=1, max_length=200,
                                         description="a retry with the same key returns the first job")
+    queue: str | None = Field(None, pattern=TENANT_NAME, description="the tenant queue (GET /v1/queues; default: the "
+                              "default queue); an unknown queue is a 409")
+    priority: str | None = Field(None, pattern=TENANT_NAME, description="the priority class (GET "
+                                 "/v1/priority-classes; default: the default class); an unknown class is a 409")
 
     @field_validator("command")
     @classmethod
@@ -185,6 +192,37 @@ class JobProgress(_Strict):
     iteration: float = Field(ge=0.0, le=1e18)
 
 
+Gpus = Annotated[float, Field(ge=QUOTA_GPUS.low, le=QUOTA_GPUS.high)]
+
+
+class QueueBody(_Strict):
+    """A queue (tenant): its guaranteed GPUs, how many more it may borrow while others leave theirs idle, and its
+    fair-share weight (docs/service.md, Queues)."""
+
+    guaranteed: Gpus | dict[Annotated[str, Field(pattern=GPU_TYPE_KEY)], Gpus] = Field(
+        0.0, description="GPUs of any type, or {GPU type or '*': GPUs}", json_schema_extra={"anyOf": [
+            {"type": "number", "minimum": QUOTA_GPUS.low, "maximum": QUOTA_GPUS.high},
+            {"type": "object", "minProperties": 1, "maxProperties": 64, "propertyNames": {"pattern": GPU_TYPE_KEY},
+             "additionalProperties": {"type": "number", "minimum": QUOTA_GPUS.low, "maximum": QUOTA_GPUS.high}}]})
+    borrow_limit: Gpus | None = Field(None, description="GPUs beyond the guarantee (null: no limit but the cluster)")
+    weight: float = Field(1.0, ge=WEIGHT.low, le=WEIGHT.high, description="fair-share weight among borrowers")
+
+    @field_validator("guaranteed")
+    @classmethod
+    def _types(cls, value: float | dict[str, float]) -> float | dict[str, float]:
+        if isinstance(value, dict) and not 1 <= len(value) <= 64:
+            raise ValueError("expected 1 to 64 GPU types")
+        return value
+
+
+class PriorityClassBody(_Strict):
+    """A job priority class: larger values are admitted first; a job of a higher class may preempt preemptible
+    jobs of lower classes in its own queue, and only preemptible jobs are reclaimed."""
+
+    value: Int = Field(0, ge=int(PRIORITY_VALUE.low), le=int(PRIORITY_VALUE.high))
+    preemptible: bool = True
+
+
 SECRET_SHOWN_AS = "(secret)"
 
 
@@ -198,9 +236,10 @@ def redacted_env(row: Any) -> dict[str, str]:
 def job_view(row: Any, *, prediction: dict[str, float] | None = None,
              telemetry: tuple[float, float] | None = None,
              events: list[dict[str, Any]] | None = None, waiting: dict[str, object] | None = None,
-             hide_env: bool = False) -> dict[str, Any]:
+             hide_env: bool = False, tenant: tuple[str | None, str | None] | None = None) -> dict[str, Any]:
     """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one,
-    ``waiting`` (why it waits: code, message, retryable) of a queued one. With ``events``, ``log_tail`` and
+    ``waiting`` (why it waits: code, message, retryable) of a queued one; ``tenant``: its queue and priority class
+    as the service resolves them (default: the stored names, None for the defaults). With ``events``, ``log_tail`` and
     ``log_tail_attempt`` are the end of the log of the last attempt that exited (taken out of the events)."""
     view = {
         "id": row.job_id, "name": row.name, "state": row.state, "attempt": row.attempt,
@@ -213,6 +252,7 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None,
         "attained_gpu_s": row.attained_gpu_s, "iterations_done": row.iterations_done,
         "oom_failures": row.oom_failures, "preemptions": row.preemptions, "lost_runs": row.lost_runs,
         "exit_code": row.exit_code, "reason": row.reason,
+        "queue": (tenant or (row.queue, row.priority))[0], "priority": (tenant or (row.queue, row.priority))[1],
     }
     if hide_env:  # anonymous readers (--open-reads) see the names, never the values
         view["env"] = dict.fromkeys(row.env, "(hidden)")

@@ -19,6 +19,8 @@ from horus.errors import HorusInputError
 
 if TYPE_CHECKING:
     from horus.service.scheduler import LiveScheduler
+    from horus.service.store import Store
+    from horus.tenancy import Tenancy
 
 log = logging.getLogger("horus.service")
 
@@ -118,6 +120,7 @@ class ServeConfig:
     fence_fraction: float = 0.8
     fence_kill_s: float = 2.0
     run_as: tuple[int, int] | None = None  # (uid, gid) jobs run as (local backend)
+    tenancy: Path | None = None  # a cluster spec YAML whose ``tenancy:`` seeds an unseeded store (horus.service.tenants)
 
 
 def token_path(config: ServeConfig) -> Path:
@@ -149,6 +152,9 @@ def serve(config: ServeConfig) -> int:
     # bad input fails here, before anything is written: the address, the token file, the state directory
     check_listen_address(config.host, config.port)
     given_token = read_token(config.token_file) if config.token_file else None
+    from horus.service import tenants
+
+    tenancy = tenants.read_file(config.tenancy) if config.tenancy is not None else None
     state_dir = config.state_dir
     check_state_dir(state_dir)
     backend.prepare(config)  # fails fast (no GPU, no Ray...) before anything is written
@@ -166,6 +172,8 @@ def serve(config: ServeConfig) -> int:
         path = state_dir / f"horus.db{suffix}"
         if path.exists():
             path.chmod(0o600)
+    if tenancy is not None:
+        _seed_tenancy(store, tenancy, config.tenancy)
     metrics = ServiceMetrics()
     url = f"http://{config.host}:{config.port}"
     scheduler = LiveScheduler(store, PREDICTORS.create(config.predictor), policy=config.policy,
@@ -187,6 +195,24 @@ def serve(config: ServeConfig) -> int:
         backend.close()
         store.close()
     return 0
+
+
+def _seed_tenancy(store: Store, tenancy: Tenancy, path: Path | None) -> None:
+    """``--tenancy FILE`` seeds the store once; after that the store (changed through the API) wins."""
+    import time
+
+    from horus.service import tenants
+    from horus.service.store import StoreUnavailable
+
+    try:
+        seeded = tenants.seed(store, tenancy, time.time())
+    except StoreUnavailable as exc:
+        raise HorusInputError("--state-dir", str(exc)) from None
+    if seeded:
+        log.info("tenancy of %s stored: %d queues", path, len(tenancy.queues))
+    else:
+        log.warning("--tenancy %s ignored: this store was seeded before and keeps its queues and priority classes "
+                    "(change them with `horus queue` or the API)", path)
 
 
 def _scheduling_loop(scheduler: LiveScheduler, stop: threading.Event) -> None:

@@ -1,10 +1,11 @@
 """The live service's durable state: one SQLite file in WAL mode.
 
-Tables: ``jobs`` (spec, command, owner, state machine, attempts, placement, attained service),
-``events`` (every transition of every job), ``agents`` (registered machines and their GPUs),
+Tables: ``jobs`` (spec, command, owner, queue and priority class, state machine, attempts, placement,
+attained service), ``events`` (every transition of every job), ``agents`` (registered machines and their GPUs),
 ``models`` (uploaded ONNX graphs' features), ``tokens`` (named credentials with a role, stored as
 SHA-256 hashes), ``colocations`` (every set of jobs that shared a GPU: when, predicted and observed
-combined throughput, how it ended). Every transition is one transaction that checks the
+combined throughput, how it ended), ``queues`` and ``priority_classes`` (the tenancy, docs/service.md; no queue:
+no tenancy). Every transition is one transaction that checks the
 job's current state and attempt (``WHERE state = ? AND attempt = ?``), so a late or duplicate
 report changes nothing: fencing is done by the database, not by memory. An acknowledged write
 has been committed with ``synchronous=FULL`` before the reply, so it survives ``kill -9`` and
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ROLES = ("admin", "user", "agent", "join")
 IDEM_SEP = "\x1f"  # owner IDEM_SEP key
 FINAL_STATES = ("finished", "failed", "cancelled")
@@ -67,7 +68,9 @@ CREATE TABLE IF NOT EXISTS jobs (
     exit_code INTEGER,
     reason TEXT,
     owner TEXT,                                 -- the submitting identity's name (NULL: before schema 2)
-    secret_keys TEXT                            -- JSON list of env names whose values reads never return
+    secret_keys TEXT,                           -- JSON list of env names whose values reads never return
+    queue TEXT,                                 -- tenant queue (NULL: the default queue; before schema 4)
+    priority TEXT                               -- priority class (NULL: the default class)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 CREATE TABLE IF NOT EXISTS events (
@@ -113,6 +116,22 @@ CREATE TABLE IF NOT EXISTS colocations (
     samples INTEGER NOT NULL DEFAULT 0,
     outcome TEXT NOT NULL                       -- running | kept | unpacked | oom | lost | cancelled
 );
+CREATE TABLE IF NOT EXISTS queues (
+    name TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL UNIQUE,                -- creation order: the first is the default queue unless one is named
+    guaranteed TEXT NOT NULL,                   -- JSON {GPU type or "*": GPUs}
+    borrow_limit REAL,                          -- GPUs beyond the guarantee (NULL: no limit but the cluster)
+    weight REAL NOT NULL,
+    created REAL NOT NULL,
+    changed REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS priority_classes (
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL,
+    preemptible INTEGER NOT NULL CHECK (preemptible IN (0, 1)),
+    created REAL NOT NULL,
+    changed REAL NOT NULL
+);
 """
 
 
@@ -133,7 +152,15 @@ def _v3_join_and_secrets(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE tokens_v2")
 
 
-_MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
+def _v4_tenancy(db: sqlite3.Connection) -> None:
+    """Schema 4: ``jobs.queue`` and ``jobs.priority`` (NULL: the defaults); the new tables come from _SCHEMA."""
+    columns = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
+    for column in ("queue", "priority"):
+        if column not in columns:
+            db.execute(f"ALTER TABLE jobs ADD COLUMN {column} TEXT")
+
+
+_MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets, 3: _v4_tenancy}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 
 
 def _create(path: Path) -> None:
@@ -215,6 +242,8 @@ class JobRow:
     reason: str | None
     owner: str | None = None
     secret_keys: tuple[str, ...] = ()  # names in ``env`` whose values reads never return
+    queue: str | None = None  # tenant queue (None: the default)
+    priority: str | None = None  # priority class (None: the default)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRow:
@@ -263,6 +292,8 @@ class NewJob:
     idem_key: str | None = None
     owner: str | None = None
     secret_keys: Sequence[str] = ()  # names in ``env`` whose values reads never return
+    queue: str | None = None  # tenant queue (None: the default)
+    priority: str | None = None  # priority class (None: the default)
 
 
 class Store:
@@ -431,11 +462,11 @@ class Store:
                     return JobRow.from_row(found), False
             cur = db.execute(
                 "INSERT INTO jobs (idem_key, name, model, batch_size, num_gpus, gpu_type, gpu_fraction, iterations, "
-                "command, env, cwd, state, submitted, queued_since, owner, secret_keys) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?, ?, ?)",
+                "command, env, cwd, state, submitted, queued_since, owner, secret_keys, queue, priority) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?, ?, ?, ?, ?)",
                 (self._idem(job), job.name, job.model, job.batch_size, job.num_gpus, job.gpu_type, job.gpu_fraction,
                  job.iterations, json.dumps(list(job.command)), json.dumps(job.env), job.cwd, now, now, job.owner,
-                 json.dumps(sorted(job.secret_keys)) if job.secret_keys else None))
+                 json.dumps(sorted(job.secret_keys)) if job.secret_keys else None, job.queue, job.priority))
             job_id = int(cur.lastrowid)
             self._event(db, job_id, now, "submitted", 0, {})
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
@@ -575,6 +606,102 @@ class Store:
         with self._lock:
             rows = self._db.execute(sql, (int(limit),)).fetchall()
         return [{**dict(r), "jobs": json.loads(r["jobs"])} for r in rows]
+
+    # ---- tenancy: queues and priority classes (horus.service.tenants builds the Tenancy) -----------------
+    def queues(self) -> list[dict[str, Any]]:
+        """Stored queues in creation order: ``{name, guaranteed, borrow_limit, weight}``."""
+        with self._lock:
+            rows = self._db.execute("SELECT name, guaranteed, borrow_limit, weight FROM queues ORDER BY seq").fetchall()
+        return [{"name": r["name"], "guaranteed": json.loads(r["guaranteed"]), "borrow_limit": r["borrow_limit"],
+                 "weight": r["weight"]} for r in rows]
+
+    def priority_classes(self) -> list[dict[str, Any]]:
+        """Stored priority classes, highest value first: ``{name, value, preemptible}``."""
+        with self._lock:
+            rows = self._db.execute("SELECT name, value, preemptible FROM priority_classes "
+                                    "ORDER BY value DESC, name").fetchall()
+        return [{"name": r["name"], "value": int(r["value"]), "preemptible": bool(r["preemptible"])} for r in rows]
+
+    def tenancy_settings(self) -> dict[str, Any]:
+        """What a ``--tenancy`` file set besides queues and classes (default queue and class, charge rule,
+        half-life); ``{}`` when no file ever seeded this store."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'tenancy'").fetchone()
+        return {} if row is None else dict(json.loads(row["value"]))
+
+    def put_queue(self, name: str, guaranteed: dict[str, float], borrow_limit: float | None, weight: float,
+                  now: float) -> bool:
+        """Create or replace queue ``name`` (a replaced queue keeps its place in the creation order); True if
+        created."""
+        with self.transaction() as db:
+            return self._put_queue(db, name, guaranteed, borrow_limit, weight, now)
+
+    @staticmethod
+    def _put_queue(db: sqlite3.Connection, name: str, guaranteed: dict[str, float], borrow_limit: float | None,
+                   weight: float, now: float) -> bool:
+        spec = (json.dumps(guaranteed), borrow_limit, weight)
+        if db.execute("UPDATE queues SET guaranteed = ?, borrow_limit = ?, weight = ?, changed = ? WHERE name = ?",
+                      (*spec, now, name)).rowcount == 1:
+            return False
+        seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM queues").fetchone()[0])
+        db.execute("INSERT INTO queues VALUES (?, ?, ?, ?, ?, ?, ?)", (name, seq, *spec, now, now))
+        return True
+
+    def delete_queue(self, name: str, default: str) -> int | None:
+        """Delete queue ``name`` unless queued or running jobs are of it (jobs naming no queue are of the
+        ``default`` queue). None: no such queue; else how many jobs keep it (0: deleted)."""
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM queues WHERE name = ?", (name,)).fetchone() is None:
+                return None
+            busy = self._active(db, "queue", name, name == default)
+            if not busy:
+                db.execute("DELETE FROM queues WHERE name = ?", (name,))
+            return busy
+
+    def put_priority_class(self, name: str, value: int, preemptible: bool, now: float) -> bool:
+        """Create or replace priority class ``name``; True if created."""
+        with self.transaction() as db:
+            return self._put_class(db, name, value, preemptible, now)
+
+    @staticmethod
+    def _put_class(db: sqlite3.Connection, name: str, value: int, preemptible: bool, now: float) -> bool:
+        if db.execute("UPDATE priority_classes SET value = ?, preemptible = ?, changed = ? WHERE name = ?",
+                      (int(value), int(preemptible), now, name)).rowcount == 1:
+            return False
+        db.execute("INSERT INTO priority_classes VALUES (?, ?, ?, ?, ?)", (name, int(value), int(preemptible), now,
+                                                                          now))
+        return True
+
+    def delete_priority_class(self, name: str, default: str) -> int | None:
+        """Delete priority class ``name`` unless queued or running jobs name it (or name none and ``name`` is the
+        ``default`` class). None: no such stored class; else how many jobs keep it (0: deleted)."""
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM priority_classes WHERE name = ?", (name,)).fetchone() is None:
+                return None
+            busy = self._active(db, "priority", name, name == default)
+            if not busy:
+                db.execute("DELETE FROM priority_classes WHERE name = ?", (name,))
+            return busy
+
+    def seed_tenancy(self, queues: Sequence[dict[str, Any]], classes: Sequence[dict[str, Any]],
+                     settings: dict[str, Any], now: float) -> bool:
+        """A ``--tenancy`` file's queues, classes and settings, in one transaction, if no file seeded this store
+        before (after that the store wins: changes go through the API). True if seeded."""
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM meta WHERE key = 'tenancy'").fetchone() is not None:
+                return False
+            for q in queues:
+                self._put_queue(db, q["name"], q["guaranteed"], q["borrow_limit"], q["weight"], now)
+            for c in classes:
+                self._put_class(db, c["name"], c["value"], c["preemptible"], now)
+            db.execute("INSERT INTO meta VALUES ('tenancy', ?)", (json.dumps({**settings, "seeded": now}),))
+        return True
+
+    @staticmethod
+    def _active(db: sqlite3.Connection, column: str, name: str, is_default: bool) -> int:
+        """Queued or running jobs whose ``column`` (queue or priority) is ``name`` (or NULL, for the default)."""
+        return int(db.execute(f"SELECT COUNT(*) FROM jobs WHERE state IN ('queued', 'running') AND ({column} = ? "
+                              f"OR ({column} IS NULL AND ?))", (name, int(is_default))).fetchone()[0])
 
     @staticmethod
     def _idem(job: NewJob) -> str | None:
