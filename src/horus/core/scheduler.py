@@ -179,6 +179,8 @@ class SchedulerCore:
                     raise InvalidActionError(f"policy {self.policy.name!r} preempted job {action.job_id!r}, "
                                              f"which is not running")
                 self.executor.preempt(action.job_id, now)
+                if self.admission is not None and action.job_id in state.held:  # the policy's own preemption
+                    self.admission.readmit(state, action.job_id)                # keeps it admitted (a migration)
                 as_planned = as_planned and state.waiting(action.job_id) is not None
             else:
                 raise InvalidActionError(f"policy {self.policy.name!r} returned {action!r}, not a Start or Preempt")

@@ -180,20 +180,11 @@ class Admission:
         if not len(changed):
             return
         self._seen_changes[changed] = state.gpu_changes[changed]
-        util_rule = self.tenancy.charge == "util"
         for g in changed.tolist():
             for job_id, q, c in self._gpu_charges[g]:
                 self._charge(job_id, q, state.cluster.gpus[g].gpu_type.name, -c)
             residents = [state.running[j] for j in state.residents[g]]
-            requests = [min(1.0, gpu_share(r.spec)) for r in residents]
-            total = math.fsum(requests)
-            if total > 1.0 + EPS:
-                weights = ([max(state.predict(r.spec, state.cluster.gpus[g].gpu_type).util, EPS) for r in residents]
-                           if util_rule else requests)
-                w_total = math.fsum(weights)
-                charges = [w / w_total for w in weights]
-            else:
-                charges = requests
+            charges = self.split(state, g, [r.spec for r in residents])
             entries = []
             type_name = state.cluster.gpus[g].gpu_type.name
             for run, c in zip(residents, charges, strict=True):
@@ -201,6 +192,20 @@ class Admission:
                 entries.append((run.spec.job_id, q, c))
                 self._charge(run.spec.job_id, q, type_name, c)
             self._gpu_charges[g] = entries
+
+    def split(self, state: SchedulerState, g: int, specs: list[JobSpec]) -> list[float]:
+        """What each of ``specs`` (the residents of GPU ``g``) is charged for it: its requested share while the
+        requests sum to at most 1, else its part of the whole GPU (by request, or by predicted utilization)."""
+        requests = [min(1.0, gpu_share(spec)) for spec in specs]
+        total = math.fsum(requests)
+        if total <= 1.0 + EPS:
+            return requests
+        weights = requests
+        if self.tenancy.charge == "util":
+            gpu_type = state.cluster.gpus[g].gpu_type
+            weights = [max(state.predict(spec, gpu_type).util, EPS) for spec in specs]
+        w_total = math.fsum(weights)
+        return [w / w_total for w in weights]
 
     def _charge(self, job_id: str, queue: str, type_name: str, amount: float) -> None:
         acc = self.accounts[queue]
@@ -449,26 +454,42 @@ class Admission:
                         misses += 1
 
     def _admit_all(self, state: SchedulerState, acc: QueueAccount) -> None:
-        """Admit every held job of the one queue that waits whose request fits its limit next to what it runs
-        (reservations aside: ``may_start`` holds the limit when the policy starts them)."""
+        """Admit every held job of the one queue that waits whose request fits its limit at all, in order (what
+        it runs aside: ``may_start`` holds the limit when the policy starts them)."""
         queue = acc.queue
         for job in list(self._held_jobs(state, queue.name)):
             need = job_need(job.spec.num_gpus, gpu_share(job.spec))
             for flavor in self._flavors(job, queue):
                 qkey = ANY_TYPE if flavor is None else flavor
-                if acc.used(qkey) + need <= queue.limit(qkey) + EPS:
+                if need <= queue.limit(qkey) + EPS:  # it could ever run: ``may_start`` holds the limit
                     guaranteed = acc.committed(qkey) + need <= queue.guaranteed.get(qkey, 0.0) + EPS
                     self._enter(state, job, flavor, need, guaranteed=guaranteed)
                     break
 
+    def readmit(self, state: SchedulerState, job_id: str) -> None:
+        """A job the policy itself preempted stays visible to it (e.g. to start it elsewhere in the same step)."""
+        job = state.held[job_id]
+        acc = self.accounts[self.queue_name(job.spec.queue)]
+        need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+        self._collect_held(state)
+        self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
+
     def may_start(self, state: SchedulerState, spec: JobSpec, gpus: tuple[int, ...]) -> bool:
-        """Whether starting ``spec`` on ``gpus`` keeps its queue within its limit (charged as its whole request)."""
+        """Whether starting ``spec`` on ``gpus`` keeps its queue within its limit, charges as they would become."""
         acc = self.accounts[self.queue_name(spec.queue)]
         if acc.queue.borrow_limit is None:
             return True
         self._refresh_charges(state)
         qkey = self._quota_key(acc, state.cluster.gpus[gpus[0]].gpu_type.name)
-        return acc.used(qkey) + job_need(spec.num_gpus, gpu_share(spec)) <= acc.queue.limit(qkey) + EPS
+        name = acc.queue.name
+        delta = 0.0
+        for g in gpus:  # its charge there, and how its queue's co-runners' charges change
+            residents = [state.running[j].spec for j in state.residents[g]]
+            after = self.split(state, g, [*residents, spec])
+            before = self.split(state, g, residents)
+            delta += after[-1] + sum(a - b for r, a, b in zip(residents, after, before, strict=False)
+                                     if self.queue_name(r.queue) == name)
+        return acc.used(qkey) + delta <= acc.queue.limit(qkey) + EPS
 
     def _available(self, state: SchedulerState, acc: QueueAccount, phase: str, one_class: bool) -> float:
         """An upper bound of the request a held job of ``acc`` may have to be admitted in ``phase`` now."""
