@@ -428,12 +428,15 @@ def test_bad_tenancy_input_is_one_line_and_exit_2(tmp_path: Path, yaml_text: str
 def test_tenancy_option_errors(tmp_path: Path) -> None:
     trace = tenant_trace(tmp_path / "t.csv")
     for argv, needles in ((["--tenancy", "spec"], ["--tenancy: spec: the cluster spec", "no tenancy section"]),
-                          (["--tenancy-charge", "util"], ["--tenancy-charge: applies to a tenancy"]),
+                          (["--tenancy", "off", "--tenancy-charge", "util"],
+                           ["--tenancy-charge: applies to a tenancy, and --tenancy is off"]),
                           (["--tenancy", str(tmp_path / "none.yaml")], ["--tenancy", "file not found"]),
                           (["--tenancy", ""], ["--tenancy", "empty string"]),
                           (["--tenancy-charge", "fair"], ["--tenancy-charge", "invalid choice"])):
         rc, _, err = run([*SIM, "--trace", str(trace), *argv, "--out", str(tmp_path / "o")])
         assert_clear(rc, err, *needles)
+    rc, _, err = run([*SIM, "--trace", str(trace), "--tenancy-charge", "util", "--out", str(tmp_path / "w")])
+    assert rc == 0 and "horus: warning: --tenancy-charge has no effect" in err  # no tenancy asked for: a warning
     empty = write(tmp_path / "e.yaml", "# nothing\n")
     rc, _, err = run([*SIM, "--trace", str(trace), "--tenancy", str(empty), "--out", str(tmp_path / "o")])
     assert_clear(rc, err, "e.yaml: empty file")

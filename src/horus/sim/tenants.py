@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -78,9 +79,11 @@ def declared_tenancy(args: argparse.Namespace, spec_tenancy: Tenancy | None,
             raise HorusInputError(str(source), "no tenancy section (expected a top-level 'tenancy:' mapping, "
                                                "docs/tenancy.md)")
     if args.tenancy_charge is not None:
-        if source == "off":
-            raise HorusInputError("--tenancy-charge", "applies to a tenancy; --tenancy is off (the cluster spec has "
-                                                      "no tenancy section: give --tenancy trace or FILE)")
+        if args.tenancy == "off":
+            raise HorusInputError("--tenancy-charge", "applies to a tenancy, and --tenancy is off")
+        if source == "off":  # nothing asked for a tenancy: say the option does nothing, as a warning
+            print("horus: warning: --tenancy-charge has no effect: the cluster spec has no tenancy section (give "
+                  "--tenancy trace or --tenancy FILE)", file=sys.stderr)
         if tenancy is not None:
             tenancy = replace(tenancy, charge=args.tenancy_charge)
     return tenancy, str(source)
