@@ -440,3 +440,17 @@ def test_tenancy_option_errors(tmp_path: Path) -> None:
     empty = write(tmp_path / "e.yaml", "# nothing\n")
     rc, _, err = run([*SIM, "--trace", str(trace), "--tenancy", str(empty), "--out", str(tmp_path / "o")])
     assert_clear(rc, err, "e.yaml: empty file")
+
+
+def test_trace_tenancy_shares_the_cluster_by_demand_leaving_out_jobs_too_large() -> None:
+    from horus.sim.tenants import tenancy_from_trace
+
+    cluster = tiny(4, 2)
+    truth, _ = world(cluster)
+    jobs = ([job(f"a{i}", 0.0, "a", iterations=30_000) for i in range(3)] + [job("b0", 0.0, "b", iterations=30_000)]
+            + [job("n0", 0.0, None, iterations=30_000), job("huge", 0.0, "big", gpus=16, iterations=10**7)])
+    tenancy = tenancy_from_trace(jobs, cluster, truth, PRESETS["V100"])  # type: ignore[arg-type]
+    guaranteed = {name: q.guaranteed["*"] for name, q in tenancy.queues.items()}
+    # 3:1:1 of 8 GPUs = 4.8, 1.6, 1.6: floors 4, 1, 1, the two GPUs left to the largest remainders (ties by name)
+    assert guaranteed == {"a": 5.0, "b": 2.0, "big": 0.0, "default": 1.0}
+    assert tenancy.default_queue == "default" and tenancy.queues["a"].borrow_limit is None

@@ -34,11 +34,22 @@ def tenancy_arg(text: str) -> str | Path:
     return text if text in KEYWORDS else path_arg(text)
 
 
-def gpu_time_by_queue(jobs: Sequence[JobSpec], truth: TruthModel, reference: GPUType) -> dict[str | None, float]:
-    """GPU-seconds each queue's jobs ask for: GPUs x share of a GPU x run time alone on ``reference``."""
+def gpu_time_by_queue(jobs: Sequence[JobSpec], truth: TruthModel, reference: GPUType,
+                      cluster: Cluster | None = None) -> dict[str | None, float]:
+    """GPU-seconds each queue's jobs ask for: GPUs x share of a GPU x run time alone on ``reference``; with a
+    ``cluster``, jobs larger than its GPUs of the types they accept (the engine rejects them) are left out."""
+    from horus.gpu_types import accepted_gpu_types
+
+    per_type: dict[str, int] = {}
+    for node in cluster.nodes if cluster is not None else ():
+        per_type[node.gpu_type.name] = per_type.get(node.gpu_type.name, 0) + node.num_gpus
     iter_time: dict[str, float] = {}
     out: dict[str | None, float] = {}
     for spec in jobs:
+        if cluster is not None:
+            accepted = accepted_gpu_types(spec.gpu_type_request)
+            if spec.num_gpus > sum(n for t, n in per_type.items() if accepted is None or t in accepted):
+                continue
         if spec.job_type not in iter_time:
             iter_time[spec.job_type] = truth.solo(spec.job_type, reference).iter_time_s
         share = min(1.0, spec.gpu_fraction) if spec.gpu_fraction is not None else 1.0
@@ -48,11 +59,14 @@ def gpu_time_by_queue(jobs: Sequence[JobSpec], truth: TruthModel, reference: GPU
 
 def tenancy_from_trace(jobs: Sequence[JobSpec], cluster: Cluster, truth: TruthModel, reference: GPUType,
                        charge: str = "equal") -> Tenancy:
-    """``from_demand`` over the jobs' queues (None -> ``DEFAULT_QUEUE``, the tenancy's default queue)."""
+    """``from_demand`` over the jobs' queues (None -> ``DEFAULT_QUEUE``, the tenancy's default queue); a queue
+    whose every job is too large for the cluster still gets a (zero) guarantee, so its jobs name a known queue."""
     demand: dict[str, float] = {}
-    for queue, gpu_s in gpu_time_by_queue(jobs, truth, reference).items():
+    for queue, gpu_s in gpu_time_by_queue(jobs, truth, reference, cluster).items():
         name = queue or DEFAULT_QUEUE
         demand[name] = demand.get(name, 0.0) + gpu_s
+    for spec in jobs:
+        demand.setdefault(spec.queue or DEFAULT_QUEUE, 0.0)
     tenancy = from_demand(demand, cluster.num_gpus, charge=charge)
     if DEFAULT_QUEUE in tenancy.queues:
         tenancy = replace(tenancy, default_queue=DEFAULT_QUEUE)
