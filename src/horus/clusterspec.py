@@ -2,6 +2,10 @@
 
 Every bad field raises ``HorusInputError`` naming the file and the field path, e.g.
 ``cluster.yaml: nodes[1].gpus: expected a positive integer, got -2``; unknown keys are errors too.
+
+An optional ``tenancy:`` section declares the cluster's tenant queues and priority classes
+(``horus.tenancy.parse_tenancy``, docs/tenancy.md); ``load_spec`` returns it with the cluster, ``load_tenancy``
+alone. ``load_cluster`` checks it too (a spec with a bad section is a bad spec) and returns the cluster only.
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from typing import Any, NoReturn
 from horus.cluster import LINK_BANDWIDTH_GBPS, Cluster, GPUType, Node
 from horus.errors import HorusInputError
 from horus.gpu_types import PRESETS, REQUEST_SEPARATOR
+from horus.tenancy import ANY_TYPE, Tenancy, parse_tenancy
 from horus.validation import LIMITS, MAX_CONFIG_BYTES, Domain, load_yaml_text, read_text
 
 DEFAULT_INTER_NODE_GBPS = 12.5
-_TOP_KEYS = {"inter_node_gbps", "gpu_types", "nodes"}
+_TOP_KEYS = {"inter_node_gbps", "gpu_types", "nodes", "tenancy"}
 _GPU_TYPE_KEYS = {"memory_mib", "speed"}
 _NODE_KEYS = {"name", "count", "gpu_type", "gpus", "intra_link"}
 
@@ -118,24 +123,82 @@ def _parse_nodes(fields: _Fields, types: Mapping[str, GPUType]) -> list[Node]:
 
 def parse_cluster(data: object, source: str) -> Cluster:
     """Build a Cluster from a parsed YAML document; ``source`` names it in error messages."""
+    return parse_spec(data, source)[0]
+
+
+def parse_spec(data: object, source: str) -> tuple[Cluster, Tenancy | None]:
+    """The Cluster of a parsed YAML document and its ``tenancy:`` section (None without one), checked to fit."""
     fields = _Fields(source, "", data, _TOP_KEYS)
     types = _parse_gpu_types(fields)
     nodes = _parse_nodes(fields, types)
     gbps = float(fields.bounded("inter_node_gbps", LIMITS["link_gbps"], DEFAULT_INTER_NODE_GBPS))
-    return Cluster(nodes, gbps)
+    cluster = Cluster(nodes, gbps)
+    if "tenancy" not in fields.data:
+        return cluster, None
+    tenancy = parse_tenancy(fields.data["tenancy"], source)
+    check_tenancy_fits(tenancy, cluster, source)
+    return cluster, tenancy
+
+
+def check_tenancy_fits(tenancy: Tenancy, cluster: Cluster, source: str) -> None:
+    """HorusInputError unless every guaranteed GPU type is in ``cluster`` and the guarantees, of any type and
+    per type, sum to at most the GPUs it has (a guarantee beyond the cluster is a promise no reclaim can keep)."""
+    have: dict[str, int] = {ANY_TYPE: cluster.num_gpus}
+    for node in cluster.nodes:
+        have[node.gpu_type.name] = have.get(node.gpu_type.name, 0) + node.num_gpus
+    promised: dict[str, float] = {}
+    for i, queue in enumerate(tenancy.queues.values()):
+        for key, gpus in queue.guaranteed.items():
+            if key not in have:
+                raise HorusInputError(source, f"tenancy.queues[{i}].guaranteed.{key}: the cluster has no {key} GPUs "
+                                              f"(it has {', '.join(sorted(k for k in have if k != ANY_TYPE))})")
+            promised[key] = promised.get(key, 0.0) + gpus
+            if key != ANY_TYPE:
+                promised[ANY_TYPE] = promised.get(ANY_TYPE, 0.0) + gpus
+    for key, total in promised.items():
+        if total > have[key] + 1e-9:
+            what = "GPUs" if key == ANY_TYPE else f"{key} GPUs"
+            raise HorusInputError(source, f"tenancy.queues: guarantees add up to {total:g} {what}, the cluster has "
+                                          f"{have[key]}; expected at most that many")
+
+
+def load_spec(path: str | Path) -> tuple[Cluster, Tenancy | None]:
+    """Read and validate a cluster spec YAML file: its cluster and its tenancy (None without a section)."""
+    text, _ = read_text(path, "a cluster spec YAML file", MAX_CONFIG_BYTES)
+    return parse_spec(_document(text, str(path)), str(path))
 
 
 def load_cluster(path: str | Path) -> Cluster:
     """Read and validate a cluster spec YAML file."""
-    text, _ = read_text(path, "a cluster spec YAML file", MAX_CONFIG_BYTES)
-    return _parse_text(text, str(path))
+    return load_spec(path)[0]
+
+
+def load_tenancy(path: str | Path, cluster: Cluster | None = None) -> Tenancy | None:
+    """The ``tenancy:`` section of a YAML file (None without one): a cluster spec (then checked against its own
+    nodes) or a file holding only that section (checked against ``cluster`` when given)."""
+    text, _ = read_text(path, "a YAML file with a tenancy section", MAX_CONFIG_BYTES)
+    source = str(path)
+    data = _document(text, source, "'tenancy'")
+    if isinstance(data, Mapping) and "nodes" in data:
+        spec_cluster, tenancy = parse_spec(data, source)
+    else:
+        fields = _Fields(source, "", data, {"tenancy"})
+        tenancy = parse_tenancy(fields.data["tenancy"], source) if "tenancy" in fields.data else None
+        spec_cluster = None
+    if tenancy is not None and cluster is not None and cluster is not spec_cluster:
+        check_tenancy_fits(tenancy, cluster, source)
+    return tenancy
+
+
+def _document(text: str, source: str, expected: str = "'nodes'") -> object:
+    data = load_yaml_text(text, source)
+    if data is None:
+        raise HorusInputError(source, f"empty file (expected a mapping with {expected})")
+    return data
 
 
 def _parse_text(text: str, source: str) -> Cluster:
-    data = load_yaml_text(text, source)
-    if data is None:
-        raise HorusInputError(source, "empty file (expected a mapping with 'nodes')")
-    return parse_cluster(data, source)
+    return parse_cluster(_document(text, source), source)
 
 
 def default_cluster() -> Cluster:

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from horus.sim import options as opt
+from horus.sim.tenants import tenancy_arg
 from horus.sim.world import MEMORY_TRUTHS, build_predictor, build_truth, check_world_options, embedded, memory_truth_for
+from horus.tenancy import CHARGE_RULES
 from horus.validation import NumberArg, check_input_path, check_output_path, path_arg
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -90,6 +92,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="noisy telemetry: sigma of the log-normal rate noise, 0 to 1 (0.05)")
     p.add_argument("--telemetry-warmup", type=NumberArg(opt.TELEMETRY_WARMUP), metavar="ITERS",
                    help="noisy telemetry: iterations after the restore stall before a rate is reported, 0 to 1e6 (50)")
+    p.add_argument("--tenancy", type=tenancy_arg, metavar="SOURCE",
+                   help="tenant queues every policy runs under (docs/tenancy.md): off, spec (the cluster spec's "
+                        "tenancy section; the default when it has one, else off), trace (a queue per value of the "
+                        "trace's queue column, guaranteed its share of the trace's GPU-time demand; jobs without one "
+                        "in queue 'default') or a YAML file with a 'tenancy:' section")
+    p.add_argument("--tenancy-charge", choices=CHARGE_RULES,
+                   help="how a shared GPU is charged to its residents' queues: equal (by request; the tenancy's "
+                        "default) or util (by predicted utilization); overrides the tenancy's 'charge'")
     p.add_argument("--seed", type=NumberArg(opt.SEED), default=0,
                    help="seed for the profile sampler and noisy telemetry, 0 to 2**32-1 (default 0)")
     p.add_argument("--out", type=path_arg, help="results directory (default: results/<trace>-<UTC time>)")
@@ -144,7 +154,9 @@ def _check_options(args: argparse.Namespace) -> None:
     for option, path, what in (("--trace", args.trace, "a trace file"), ("--cluster", args.cluster, "a cluster spec"),
                                ("--gavel", args.gavel, "Gavel's throughputs JSON"),
                                ("--profiles", args.profiles, "a solo profile table"),
-                               ("--colocation", args.colocation, "a co-location table")):
+                               ("--colocation", args.colocation, "a co-location table"),
+                               ("--tenancy", args.tenancy if isinstance(args.tenancy, Path) else None,
+                                "a YAML file with a tenancy section")):
         if path is not None:
             check_input_path(path, option, what)
     for option, path, what in (("--predictor-dir", args.predictor_dir, "a trained predictor directory"),
@@ -218,9 +230,10 @@ def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    from horus.clusterspec import load_cluster
+    from horus.clusterspec import load_spec
     from horus.errors import HorusInputError
     from horus.plugins import load_all
+    from horus.sim.tenants import check_queues, declared_tenancy
     from horus.traces import load_openb_cluster, load_trace, materialize
     from horus.traces.sampler import SAMPLERS
     from horus.validation import OutputDir
@@ -234,12 +247,15 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.cluster is None:
         if fmt == "openb":
             raise HorusInputError("--cluster", "--format openb needs --cluster with the openb node CSV or a cluster YAML")
-        cluster = load_cluster(embedded("default_cluster.yaml"))
+        cluster, spec_tenancy = load_spec(embedded("default_cluster.yaml"))
     elif args.cluster.suffix.lower() == ".csv":
-        cluster = load_openb_cluster(args.cluster)
+        cluster, spec_tenancy = load_openb_cluster(args.cluster), None
     else:
-        cluster = load_cluster(args.cluster)
+        cluster, spec_tenancy = load_spec(args.cluster)
     trace = load_trace(trace_path, fmt)  # inputs first: they are cheap to check, truth and policies are not
+    tenancy, tenancy_source = declared_tenancy(args, spec_tenancy, cluster)
+    if tenancy is not None:  # the jobs that will run: materialize keeps the trace's order
+        check_queues(trace.jobs[: args.max_jobs], tenancy, str(trace_path), tenancy_source)
     load_all("horus.traces")
     if args.sampler not in SAMPLERS:
         raise HorusInputError("--sampler", f"unknown sampler {args.sampler!r}; known: {', '.join(SAMPLERS.names())}")
@@ -265,6 +281,7 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     from horus.sim.engine import SimConfig
     from horus.sim.runner import run_comparison  # matplotlib: seconds to import
+    from horus.sim.tenants import DEFAULT_QUEUE, format_queue_tables, tenancy_from_trace
 
     memory_truth = memory_truth_for(args.truth, args.memory_truth)
     truth = build_truth(args.truth, args.gavel, cluster, args.profiles, args.colocation, memory_truth)
@@ -292,10 +309,18 @@ def run_simulate(args: argparse.Namespace) -> int:
     if rejected:
         print(f"horus: warning: {trace_path}: {rejected} of {len(jobs)} jobs ask for more GPUs than the cluster has "
               f"of the types they accept and are rejected (counted as 'rejected'); first: {first}", file=sys.stderr)
+    if tenancy_source == "trace":
+        tenancy = tenancy_from_trace(jobs, cluster, truth, reference, args.tenancy_charge or "equal")
+        check_queues(trace.jobs[: args.max_jobs], tenancy, str(trace_path), tenancy_source)  # priority classes
+        if all(spec.queue is None for spec in jobs):
+            print(f"horus: warning: --tenancy trace: {trace_path} names no queues; every job is in queue "
+                  f"'{DEFAULT_QUEUE}'", file=sys.stderr)
 
     log = sys.stderr if args.json else sys.stdout
     print(f"horus: {len(jobs)} jobs from {trace_path} ({fmt}) on {cluster.num_gpus} GPUs; truth={truth.name}, "
-          f"predictor={predictor.name}, telemetry={args.telemetry}; job sizes: {args.sizes}; policies: {', '.join(names)}", file=log)
+          f"predictor={predictor.name}, telemetry={args.telemetry}; job sizes: {args.sizes}; "
+          + (f"tenancy: {len(tenancy.queues)} queues ({tenancy_source}, charge {tenancy.charge}); "
+             if tenancy is not None else "") + f"policies: {', '.join(names)}", file=log)
     extra = {
         "command": ["horus", *sys.argv[1:]],
         "trace": {"path": str(trace_path), "format": fmt, "sha256": trace.sha256, "jobs": len(jobs),
@@ -305,6 +330,8 @@ def run_simulate(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "memory_truth": memory_truth,
     }
+    if tenancy is not None:
+        extra["tenancy"] = {"source": tenancy_source, **tenancy.describe()}
     options: dict[str, dict[str, object]] = {}
     if args.interference_model is not None:
         options = {name: {"model_dir": args.interference_model} for name in INTERFERENCE_POLICIES}
@@ -314,8 +341,10 @@ def run_simulate(args: argparse.Namespace) -> int:
         config = SimConfig(sizes=args.sizes, sizes_seed=args.seed, **telemetry_config(args))
         summary = run_comparison(jobs, cluster, names, truth, predictor, config, outdir, extra,
                                  progress=not args.no_progress and not args.json, policy_options=options,
-                                 title=title)
+                                 title=title, tenancy=tenancy)
     print(format_table(summary["policies"]), file=log)
+    if tenancy is not None:
+        print("\n" + format_queue_tables(summary["queues"]), file=log)
     print(f"horus: results, manifest and plots written to {outdir}", file=log)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, default=float)

@@ -19,6 +19,7 @@ GENERATE_JOBS = Domain(1, 10_000_000, True, "jobs")
 OFFERED_LOAD = Domain(1e-3, 100, False, "x the cluster's GPUs")
 JOB_DURATION_S = Domain(1, 10 * YEAR_S, False, "s")  # generated run times are whole seconds
 DURATION_SIGMA = Domain(0, 10)
+TENANTS = Domain(0, 1000, True, "tenants")  # trace generate --tenants (horus.traces.generate.MAX_TENANTS)
 TRAIN_FOLDS = Domain(0, 100, True)  # interference train: 0 or 1 skip the held-out check
 EVALUATE_FOLDS = LIMITS["folds"]
 

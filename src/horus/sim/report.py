@@ -107,6 +107,59 @@ def summary_table(policies: Mapping[str, Mapping[str, Any]], chosen: str | None 
     return f"<div class='table-wrap'><table><tr><th>policy</th>{head}</tr>{''.join(rows)}</table></div>"
 
 
+# Per-queue table of a run with a tenancy (columns of SimResult.queues, horus.sim.queues; docs/tenancy.md).
+QUEUE_COLUMNS: tuple[tuple[str, str, float, str], ...] = (
+    ("jobs", "jobs", 1, "{:.0f}"),
+    ("completed", "completed", 1, "{:.0f}"),
+    ("mean_jct_h", "mean JCT (h)", 1, "{:.2f}"),
+    ("p95_jct_h", "p95 JCT (h)", 1, "{:.2f}"),
+    ("mean_wait_h", "mean wait (h)", 1, "{:.2f}"),
+    ("p95_wait_h", "p95 wait (h)", 1, "{:.2f}"),
+    ("guaranteed_gpus", "guaranteed GPUs", 1, "{:g}"),
+    ("borrow_limit", "borrow limit (GPUs)", 1, "{:g}"),
+    ("weight", "weight", 1, "{:g}"),
+    ("used_gpu_h", "GPU-h used", 1, "{:.1f}"),
+    ("guarantee_attainment", "guarantee attainment (%)", 100, "{:.1f}"),
+    ("contended_share_ratio", "received / fair share while contended", 1, "{:.3f}"),
+    ("over_limit_s", "over limit (s)", 1, "{:.0f}"),
+    ("reclaimed", "reclaimed", 1, "{:.0f}"),
+    ("priority_preempted", "priority-preempted", 1, "{:.0f}"),
+)
+# Run-level tenancy figures (SimResult.summary, horus.sim.queues.tenancy_summary).
+TENANCY_COLUMNS: tuple[tuple[str, str, float, str], ...] = (
+    ("jain_index", "Jain's index while contended", 1, "{:.3f}"),
+    ("contended_h", "contended (h)", 1, "{:.2f}"),
+    ("min_guarantee_attainment", "worst guarantee attainment (%)", 100, "{:.1f}"),
+    ("quota_violation_s", "quota violation (s)", 1, "{:.0f}"),
+    ("reclaim_preemptions", "reclaim preemptions", 1, "{:.0f}"),
+    ("priority_preemptions", "priority preemptions", 1, "{:.0f}"),
+)
+
+
+def queue_section(results: Mapping[str, Any]) -> str:
+    """The tenancy section: run-level figures per policy, then one row per (policy, queue); '' without queues."""
+    runs = {name: r for name, r in results.items() if len(getattr(r, "queues", ()))}
+    if not runs:
+        return ""
+
+    def table(columns: Sequence[tuple[str, str, float, str]], rows: list[tuple[list[str], Mapping[str, Any]]],
+              keys: Sequence[str]) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in keys) + "".join(
+            f"<th>{html.escape(h)}</th>" for _, h, _, _ in columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(k)}</td>" for k in label)
+                       + "".join(f"<td>{_cell(values.get(c), s, f)}</td>" for c, _, s, f in columns) + "</tr>"
+                       for label, values in rows)
+        return f"<div class='table-wrap'><table><tr>{head}</tr>{body}</table></div>"
+
+    figures = table(TENANCY_COLUMNS, [([name], r.summary) for name, r in runs.items()], ["policy"])
+    per_queue = table(QUEUE_COLUMNS, [([name, str(row["queue"])], row) for name, r in runs.items()
+                                      for row in r.queues.to_dict("records")], ["policy", "queue"])
+    return ("<h2>Queues (tenancy)</h2><p class='note'>Every policy ran under the same tenancy (manifest: "
+            "<code>tenancy</code>); definitions in docs/tenancy.md. Guarantee attainment: guaranteed GPU time "
+            "received / demanded; over limit: seconds a queue was charged beyond its guarantee plus borrowing "
+            "limit (0 when quotas held).</p>" + figures + per_queue)
+
+
 def embedded_image(path: Path) -> str:
     """A PNG as an HTML figure with the image inlined (data URI), so the page stays self-contained."""
     data = base64.b64encode(path.read_bytes()).decode()
@@ -422,6 +475,7 @@ def write_report(path: Path, title: str, summary: Mapping[str, Any], manifest: M
         + ".</p>",
         "<h2>Comparison</h2>", summary_table(policies, chosen if interactive else None),
         *(f"<p class='note'>{html.escape(n)}</p>" for n in notes),
+        queue_section(results or {}),
         *interactive,
         *static,
         "<h2>Policies</h2>", f"<ul>{descriptions}</ul>",

@@ -62,6 +62,21 @@ class CsvTable:
             row = int(np.argmax(bad))
             self.fail(row, column, f"expected {expected}, got {values[row]!r}")
 
+    def names(self, column: str, what: str) -> list[str | None]:
+        """Queue or priority-class names (``horus.tenancy.check_name``), None where the cell is empty or the
+        column is absent; fails at the first cell that is not such a name."""
+        from horus.tenancy import NAME_MAX, check_name
+
+        if column not in self.columns:
+            return [None] * len(self)
+        cells = self.columns[column]
+        bad = {cell for cell in set(cells) if cell and not check_name(cell)}  # a few distinct names, many rows
+        for row, cell in enumerate(cells):
+            if cell in bad:
+                self.fail(row, column, f"expected a {what} name of 1-{NAME_MAX} ASCII letters, digits, '-', '_' "
+                                       f"or '.' (or nothing), got {cell!r}")
+        return [cell or None for cell in cells]
+
     def positive_ints(self, column: str, *, minimum: int = 1, allow_empty: bool = False) -> np.ndarray:
         """Integral values >= ``minimum`` (as float array, NaN where empty if allowed)."""
         what = f"an integer >= {minimum}"

@@ -31,6 +31,8 @@ class RawJob:
     gpu_fraction: float | None = None  # share of one GPU, only when num_gpus == 1
     gpu_type_request: str | None = None  # acceptable GPU type names, '|'-separated (horus.gpu_types)
     line: int | None = None  # line in the source file, for error messages
+    queue: str | None = None  # tenant queue (horus.tenancy.check_name); None: the tenancy's default
+    priority: str | None = None  # priority class name; None: the tenancy's default
 
 
 @dataclass

@@ -34,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="shortest run time, 1 s to 10 years, at most the median (default 180)")
     g.add_argument("--duration-max-s", type=NumberArg(opt.JOB_DURATION_S), default=16 * 3600.0,
                    help="longest run time, 1 s to 10 years, at least the median (default 57600)")
+    g.add_argument("--tenants", type=NumberArg(opt.TENANTS), default=0, metavar="N",
+                   help="add a queue column: each job's tenant drawn from N tenants with Zipf demand (tenant k "
+                        "with probability ~ 1/k), 0 to 1000 (default 0: no queue column)")
     g.add_argument("--seed", type=NumberArg(opt.SEED), default=0, help="0 to 2**32-1 (default 0)")
     g.add_argument("--out", type=path_arg, required=True, help="CSV to write")
     g.set_defaults(func=run_generate)
@@ -52,7 +55,8 @@ def run_generate(args: argparse.Namespace) -> int:
     spec = WorkloadSpec(kind=args.kind, num_jobs=args.jobs, load=args.load, cluster_gpus=cluster.num_gpus,
                         seed=args.seed, mix=args.mix, gpu_counts=parse_gpu_counts(args.gpu_counts),
                         duration_median_s=args.duration_median_s, duration_sigma=args.duration_sigma,
-                        duration_min_s=args.duration_min_s, duration_max_s=args.duration_max_s)
+                        duration_min_s=args.duration_min_s, duration_max_s=args.duration_max_s,
+                        tenants=args.tenants)
     rows, summary = generate_workload(spec)
     existed = args.out.exists()
     try:

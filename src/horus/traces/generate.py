@@ -11,6 +11,9 @@ Two kinds (docs/traces.md):
 Per job: GPU count from ``gpu_counts`` (weights), run time alone on the reference GPU log-normal
 (median, sigma) clipped to [min, max], model and batch from the ``by-size-duration`` profile sampler over
 a mix (``gavel``: Gavel's 26 job types; ``zoo``: the parametric world's default mix, larger models too).
+With ``tenants`` N > 0, each job's tenant queue (``tenant-1`` .. ``tenant-N``) is drawn last, with Zipf weights
+P(tenant k) proportional to 1/k: unequal demand (N=4: 48 %, 24 %, 16 %, 12 % of the jobs, and in expectation of the
+GPU time), the other columns as without tenants.
 Everything is drawn from one seeded generator, so a seed gives the same file byte for byte.
 """
 
@@ -30,6 +33,7 @@ from horus.traces.sampler import GAVEL_JOB_TYPES, SAMPLERS, split_job_type
 KINDS = ("stream", "batch")
 MIXES = ("gavel", "zoo")
 COLUMNS = ("job_id", "submit_time", "num_gpus", "model", "batch_size", "duration_s")
+MAX_TENANTS = 1000
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class WorkloadSpec:
     duration_min_s: float = 180.0
     duration_max_s: float = 16 * 3600.0
     sampler: str = "by-size-duration"
+    tenants: int = 0  # 0: no queue column
 
     def check(self) -> None:
         """HorusInputError naming the option for any value out of its domain."""
@@ -75,6 +80,8 @@ class WorkloadSpec:
                       (self.duration_min_s, self.duration_median_s, self.duration_max_s))
         if not 0 <= self.duration_sigma <= 10:
             raise bad("--duration-sigma", "a number in [0, 10]", self.duration_sigma)
+        if not (isinstance(self.tenants, int) and 0 <= self.tenants <= MAX_TENANTS):
+            raise bad("--tenants", f"an integer in [0, {MAX_TENANTS}]", self.tenants)
 
 
 def parse_gpu_counts(text: str) -> dict[str, float]:
@@ -108,6 +115,10 @@ def generate_workload(spec: WorkloadSpec) -> tuple[list[dict[str, object]], dict
         submit = np.zeros(n)
     jobs = [RawJob(f"job-{i:06d}", float(t), int(g), float(d)) for i, (t, g, d) in enumerate(zip(submit, gpus, duration))]
     rows = trace_rows(jobs, SAMPLERS.create(spec.sampler).assign(jobs, _mix(spec.mix), rng))
+    if spec.tenants:
+        queues = draw_tenants(rng, n, spec.tenants)
+        for row, queue in zip(rows, queues):
+            row["queue"] = queue
     span = float(submit[-1]) if spec.kind == "stream" and n > 1 else 0.0
     summary: dict[str, object] = {
         "gpu_hours": round(float(demand.sum()) / 3600, 2),
@@ -117,7 +128,25 @@ def generate_workload(spec: WorkloadSpec) -> tuple[list[dict[str, object]], dict
         "jobs_per_gpu_count": {str(k): int((gpus == k).sum()) for k in sorted(set(gpus.tolist()))},
         "duration_s_quartiles": [float(np.percentile(duration, q)) for q in (25, 50, 75)],
     }
+    if spec.tenants:
+        by_queue: dict[str, float] = {}
+        for row, d in zip(rows, demand.tolist()):
+            by_queue[str(row["queue"])] = by_queue.get(str(row["queue"]), 0.0) + d
+        summary["gpu_hours_per_queue"] = {q: round(by_queue[q] / 3600, 2) for q in sorted(by_queue)}
     return rows, summary
+
+
+def tenant_names(n: int) -> list[str]:
+    """``tenant-1`` .. ``tenant-N``, zero-padded so they sort in order."""
+    width = len(str(n))
+    return [f"tenant-{k:0{width}d}" for k in range(1, n + 1)]
+
+
+def draw_tenants(rng: np.random.Generator, num_jobs: int, tenants: int) -> list[str]:
+    """Each job's tenant queue: tenant k (1-based) with probability proportional to 1/k (Zipf, exponent 1)."""
+    weights = 1.0 / np.arange(1, tenants + 1)
+    names = tenant_names(tenants)
+    return [names[i] for i in rng.choice(tenants, size=num_jobs, p=weights / weights.sum()).tolist()]
 
 
 def draw_sizes_and_durations(rng: np.random.Generator, n: int, gpu_counts: dict[str, float], median_s: float,
@@ -150,13 +179,18 @@ def _mix(name: str) -> tuple[str, ...]:
 
 
 def write_trace(path: Path, rows: list[dict[str, object]], spec: WorkloadSpec, summary: dict[str, object]) -> None:
-    """The CSV with the spec and summary in ``#`` header lines (what produced it)."""
+    """The CSV with the spec and summary in ``#`` header lines (what produced it); a ``queue`` column when the
+    spec has tenants (without, the file is what it was before tenants existed)."""
+    described = asdict(spec)
+    if not spec.tenants:
+        del described["tenants"]
+    columns = (*COLUMNS, "queue") if spec.tenants else COLUMNS
     lines = [
         "# Horus synthetic workload (horus trace format, docs/traces.md): horus trace generate",
         "# duration_s = run time alone on the reference GPU",
-        f"# spec: {json.dumps(asdict(spec), sort_keys=True)}",
+        f"# spec: {json.dumps(described, sort_keys=True)}",
         f"# summary: {json.dumps(summary, sort_keys=True)}",
-        ",".join(COLUMNS),
-        *(",".join(str(row[c]) for c in COLUMNS) for row in rows),
+        ",".join(columns),
+        *(",".join(str(row[c]) for c in columns) for row in rows),
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

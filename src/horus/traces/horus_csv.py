@@ -1,7 +1,8 @@
 """The project's own trace format (``horus``), documented in docs/traces.md.
 
 Columns: ``job_id, submit_time, num_gpus, model, batch_size`` and ``iterations`` and/or
-``duration_s`` (each row fills exactly one); optional ``gpu_fraction``, ``gpu_type``. Lines
+``duration_s`` (each row fills exactly one); optional ``gpu_fraction``, ``gpu_type``, ``queue`` and
+``priority`` (the job's tenant queue and priority class: names, ``horus.tenancy.check_name``). Lines
 starting with ``#`` are comments. ``model``/``batch_size`` may both be left empty for the
 profile sampler to fill; a given model must be in the model catalog.
 """
@@ -18,7 +19,7 @@ from horus.traces.base import TRACE_LOADERS, RawJob, Trace, make_trace
 from horus.validation import LIMITS
 
 REQUIRED = ("job_id", "submit_time", "num_gpus", "model", "batch_size")
-OPTIONAL = ("iterations", "duration_s", "gpu_fraction", "gpu_type")
+OPTIONAL = ("iterations", "duration_s", "gpu_fraction", "gpu_type", "queue", "priority")
 
 
 def known_models() -> set[str] | None:
@@ -93,11 +94,12 @@ def load_horus(path: Path) -> Trace:
     for row, request in enumerate(gpu_type):
         if request and not all(part.strip() for part in request.split("|")):
             table.fail(row, "gpu_type", f"expected GPU type names separated by '|', got {request!r}")
+    queues, priorities = table.names("queue", "queue"), table.names("priority", "priority class")
     order, rebased, offset = rebase_order(submit)
     jobs = [
         RawJob(ids[i], float(rebased[i]), int(gpus[i]), optional_float(dur[i]), optional_float(iters[i]),
                models[i] or None, None if np.isnan(batch[i]) else int(batch[i]), optional_float(frac[i]),
-               gpu_type[i] or None, int(table.lines[i]))
+               gpu_type[i] or None, int(table.lines[i]), queues[i], priorities[i])
         for i in order
     ]
     trace = make_trace(jobs, table.source, table.sha256, "horus")

@@ -8,6 +8,7 @@
 - ``duration_s`` becomes ``iterations = duration_s / truth.solo(job_type, reference_gpu).iter_time_s``:
   the trace says how long the job ran, so in the simulated world it takes exactly that long when
   running alone (no co-location, solo per-worker speed) on the reference GPU type.
+- ``queue`` / ``priority`` (the job's tenant and priority class) are passed on as they are.
 """
 
 from __future__ import annotations
@@ -66,5 +67,5 @@ def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str =
                 iter_time[key] = truth.solo(key, reference_gpu).iter_time_s
             iterations = float(job.duration_s or 0.0) / iter_time[key]
         specs.append(JobSpec(job.job_id, job.submit_time, job.num_gpus, model, batch, iterations,
-                             job.gpu_fraction, job.gpu_type_request))
+                             job.gpu_fraction, job.gpu_type_request, job.queue, job.priority))
     return specs

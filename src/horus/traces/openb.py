@@ -1,14 +1,16 @@
 """Alibaba GPU-sharing trace (``cluster-trace-gpu-v2023``, "openb"): pods and GPU nodes.
 
-Pods (``openb_pod_list_*.csv``): ``name, num_gpu, gpu_milli, gpu_spec, creation_time,
-deletion_time, scheduled_time`` are used (cpu/memory/qos/phase are ignored). Rules (docs/traces.md):
+Pods (``openb_pod_list_*.csv``): ``name, num_gpu, gpu_milli, gpu_spec, qos, creation_time,
+deletion_time, scheduled_time`` are used (cpu/memory/phase are ignored). Rules (docs/traces.md):
 
 - submit time = ``creation_time``; run time = ``deletion_time - scheduled_time`` (the time the pod
   held its GPUs; failed pods count too, they used the GPU until they failed);
 - pods with ``num_gpu == 0`` (CPU-only) are skipped as ``cpu_only``; pods never scheduled (empty
   ``scheduled_time``, phase Pending) as ``never_scheduled``; zero run time as ``zero_duration``;
 - ``gpu_milli < 1000`` with ``num_gpu == 1`` -> ``gpu_fraction = gpu_milli / 1000``;
-- ``gpu_spec`` (e.g. ``V100M16|V100M32``) -> ``gpu_type_request`` in Horus names (``V100|V100-32GB``).
+- ``gpu_spec`` (e.g. ``V100M16|V100M32``) -> ``gpu_type_request`` in Horus names (``V100|V100-32GB``);
+- ``qos`` (``LS`` latency-sensitive, ``BE`` best-effort, ``Burstable``, ``Guaranteed``) -> the job's tenant
+  queue (``RawJob.queue``), when the column is present.
 
 Nodes (``openb_node_list_gpu_node.csv``: ``sn, cpu_milli, memory_mib, gpu, model``) become a Cluster.
 G1, G2, G3 are undisclosed GPU models; ``ASSUMED_TYPES`` gives them assumed specs (documented).
@@ -60,7 +62,7 @@ def _gpu_request(table: CsvTable, row: int, spec: str) -> str | None:
 
 @TRACE_LOADERS.register("openb")
 def load_openb(path: Path) -> Trace:
-    table = read_csv_table(path, "openb", POD_COLUMNS, ("gpu_spec",))
+    table = read_csv_table(path, "openb", POD_COLUMNS, ("gpu_spec", "qos"))
     gpus = table.bounded("num_gpu", Domain(0, LIMITS["job_gpus"].high, True))
     milli = table.bounded("gpu_milli", Domain(0, 1000, True))
     times = LIMITS["submit_time_s"]
@@ -89,6 +91,7 @@ def load_openb(path: Path) -> Trace:
     kept = np.flatnonzero(keep)
     order, rebased, offset = rebase_order(created[kept])
     names, specs = table.text("name"), table.text("gpu_spec") if table.has("gpu_spec") else None
+    queues = table.names("qos", "queue (qos)")
     jobs = []
     for k in order.tolist():
         row = int(kept[k])
@@ -97,7 +100,7 @@ def load_openb(path: Path) -> Trace:
             names[row] or f"openb-line{table.lines[row]}", float(rebased[k]), int(gpus[row]), float(duration[row]),
             gpu_fraction=optional_float(fraction),
             gpu_type_request=_gpu_request(table, row, specs[row]) if specs else None,
-            line=int(table.lines[row]),
+            line=int(table.lines[row]), queue=queues[row],
         ))
     trace = make_trace(jobs, table.source, table.sha256, "openb", {k: v for k, v in skipped.items() if v})
     trace.time_offset_s = offset

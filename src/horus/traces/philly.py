@@ -1,7 +1,9 @@
 """Microsoft Philly trace as distributed by AdaptDL/Pollux (``philly_jobs.csv``).
 
 Columns used: ``timestamp`` (``YYYY-MM-DD HH:MM:SS`` submit time), ``duration`` (seconds of run
-time), ``num_gpus``. ``gpu_time`` and ``cluster`` are ignored. Job ids are ``philly-<line>``.
+time), ``num_gpus`` and, when present, ``cluster``: the job's virtual cluster (VC, a hashed team id such as
+``6214e9``), which becomes its tenant queue (``RawJob.queue``; it must be a queue name,
+``horus.tenancy.check_name``, or empty). ``gpu_time`` is ignored. Job ids are ``philly-<line>``.
 The trace carries no model, so every job gets one from the profile sampler.
 """
 
@@ -42,7 +44,9 @@ def load_philly(path: Path) -> Trace:
     order, rebased, offset = rebase_order(submit)
     lines, times = table.lines.tolist(), rebased.tolist()
     counts, durations = gpus.astype(np.int64).tolist(), duration.tolist()
-    jobs = [RawJob(f"philly-{lines[i]}", times[i], counts[i], durations[i], line=lines[i]) for i in order.tolist()]
+    queues = table.names("cluster", "queue (virtual cluster)")
+    jobs = [RawJob(f"philly-{lines[i]}", times[i], counts[i], durations[i], line=lines[i], queue=queues[i])
+            for i in order.tolist()]
     trace = make_trace(jobs, table.source, table.sha256, "philly")
     trace.time_offset_s = offset  # Unix seconds of the first submit
     return trace
