@@ -200,10 +200,9 @@ def test_a_shared_gpu_is_split_among_its_residents() -> None:
     assert util.charge_of("small") + util.charge_of("large") == pytest.approx(1.0)  # a GPU in use charges 1
 
 
-@pytest.mark.xfail(strict=True, reason="admission reserves a whole-GPU job's full request before placement, so once "
-                   "a queue's limit (or the cluster) is committed no further job reaches the policy and co-location "
-                   "never lets a queue run more whole-GPU jobs than its quota (reported to the core's owner)")
 def test_colocation_lets_a_queue_run_more_whole_gpu_jobs_than_its_quota() -> None:
+    """A queue with a 1-GPU limit runs several whole-GPU jobs at once when the policy co-locates them on its GPU:
+    each is charged its part of the GPU, so the start check lets the next one join."""
     jobs = [job(f"a{i}", 0.0, "a", iterations=5_000) for i in range(6)]
     result = run_sim(jobs, tiny(2), one_queue_of_one_gpu(), "gandiva-greedy")
     assert peak(result, "a") > 1  # without a tenancy gandiva-greedy runs all six at once on the two GPUs

@@ -95,6 +95,7 @@ class SchedulerCore:
         self._reasons: dict[str, tuple[QueuedJob, WaitReason, int, bool]] = {}
         self._explained = 0  # queue entries up to this one have a reason
         self.new_waits: list[tuple[str, WaitReason]] = []  # jobs the latest step left waiting for the first time
+        self.tenancy_preempting = False  # True while the tenancy (reclaim, priority, limits) preempts a job
 
     # ---- admission -----------------------------------------------------------------------------
     def eligible_gpus(self, request: str | None) -> int:
@@ -139,7 +140,11 @@ class SchedulerCore:
         reclaimed: list[Action] = []
         if self.admission is not None:
             def preempt(job_id: str) -> None:
-                self.executor.preempt(job_id, now)
+                self.tenancy_preempting = True  # executors may record why (the live service's events)
+                try:
+                    self.executor.preempt(job_id, now)
+                finally:
+                    self.tenancy_preempting = False
                 reclaimed.append(Preempt(job_id))
             self.admission.step(state, now, preempt)
             if not (state.queue or self.policy.acts_on_running):

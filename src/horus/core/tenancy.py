@@ -320,6 +320,9 @@ class Admission:
         self._give_back_over_limit(state, now, preempt)
         if state.held:
             self._admit(state, now, preempt)
+        short, owners = self._guarantee_shortfall(state, borrowed_too=True)
+        if short:  # guaranteed jobs go first: borrowers' jobs that have not started leave the policy's view
+            self._revoke_borrowed(state, owners)
         self._refresh(state)
         self._fill(state)
         self._version = state.version
@@ -495,8 +498,10 @@ class Admission:
         """An upper bound of the request a held job of ``acc`` may have to be admitted in ``phase`` now."""
         if phase == "guaranteed":  # reclaim may make room: only what is left of the guarantee bounds it
             return max(g - acc.committed(k) for k, g in acc.queue.guaranteed.items())
-        if not one_class or acc.waiting < self.backlog:  # a higher class may preempt lower ones; the look-ahead
-            return max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed)  # backlog needs no room
+        if not one_class:  # a higher class may preempt lower ones in its queue
+            return math.inf
+        if acc.waiting < self.backlog:  # the look-ahead backlog needs no room, only the queue's limit
+            return max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed)
         return min(-self._shortfall(state, (ANY_TYPE,), 0.0),
                    max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
 
@@ -520,6 +525,9 @@ class Admission:
                 short = acc.committed(qkey) + need - queue.limit(qkey)
                 if not self._preempt_lower(state, now, acc, qkey, short, prio, preempt):
                     continue
+                if acc.committed(qkey) + need <= queue.guaranteed.get(qkey, 0.0) + EPS:  # its own GPUs back
+                    self._enter(state, job, flavor, need, guaranteed=True)
+                    return True
                 if not self._room(state, keys, need):
                     continue
             elif not self._room(state, keys, need) and acc.waiting >= self.backlog:
@@ -544,35 +552,57 @@ class Admission:
         self._held_need(acc, need, -1)
         acc.admitted += 1
 
-    def reclaim_for_guarantees(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
-        """After the policy ran: jobs admitted within their queue's guarantee that it could not place get idle
-        GPUs back from queues borrowing beyond their guarantee (their preemptible jobs, lowest class and least
-        attained first, never taking a borrower below its guarantee). True if anything was preempted (the core
-        then asks the policy again)."""
+    def _guarantee_shortfall(self, state: SchedulerState, *, borrowed_too: bool = False
+                             ) -> tuple[dict[str, float], set[str]]:
+        """GPUs (per key) that jobs admitted within their queue's guarantee and still waiting need beyond the idle
+        ones (only keys short of GPUs), and the queues they belong to; ``borrowed_too``: the idle GPUs must also
+        cover other queues' waiting borrowed jobs (which the policy might start first)."""
         waiting: dict[str, float] = {}
+        borrowed: dict[str, float] = {}
         owners: set[str] = set()
-        for job_id, (job, q, keys, need, guaranteed) in self._reserved.items():
-            if guaranteed and state.queue.get(job_id) is job:
+        for job_id, (job, q, keys, _, guaranteed) in self._reserved.items():
+            if state.queue.get(job_id) is not job:
+                continue
+            if guaranteed:
                 waiting[keys[-1]] = waiting.get(keys[-1], 0.0) + job.spec.num_gpus
                 owners.add(q)
+            elif borrowed_too:
+                borrowed[keys[-1]] = borrowed.get(keys[-1], 0.0) + job.spec.num_gpus
+        if borrowed_too:
+            for key in waiting:
+                waiting[key] += borrowed.get(key, 0.0) + (borrowed.get(ANY_TYPE, 0.0) if key != ANY_TYPE else 0.0)
         if not waiting:
-            return False
-        revoked = [job_id for job_id, (job, q, _, _, guaranteed) in self._reserved.items()
-                   if not guaranteed and q not in owners and state.queue.get(job_id) is job]
-        for job_id in revoked:  # borrowed admissions that have not started yield first: they lose no work
-            state.hold(job_id)
-        if revoked:
-            self._refresh(state)
-            self.revoked += len(revoked)
+            return {}, owners
         residents = state.load.n_residents
         idle = {ANY_TYPE: int((residents == 0).sum())}
         for gpu_type, where in state.gpus_of_type:
             idle[gpu_type.name] = int((residents[where] == 0).sum())
+        short = {key: need - idle.get(key, 0) for key, need in waiting.items() if need - idle.get(key, 0) > EPS}
+        return short, owners
+
+    def _revoke_borrowed(self, state: SchedulerState, owners: set[str]) -> int:
+        """Admissions of other queues' borrowing jobs that have not started go back to held (no work is lost)."""
+        revoked = [job_id for job_id, (job, q, _, _, guaranteed) in self._reserved.items()
+                   if not guaranteed and q not in owners and state.queue.get(job_id) is job]
+        for job_id in revoked:
+            state.hold(job_id)
+        if revoked:
+            self._refresh(state)
+            self.revoked += len(revoked)
+        return len(revoked)
+
+    def reclaim_for_guarantees(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
+        """After the policy ran: jobs admitted within their queue's guarantee that it could not place get idle
+        GPUs back from queues borrowing beyond their guarantee (first their admitted jobs that have not started,
+        then their preemptible jobs, lowest class and least attained first, never taking a borrower below its
+        guarantee). True if anything changed (the core then asks the policy again)."""
+        short, owners = self._guarantee_shortfall(state)
+        if not short:
+            return False
+        revoked = self._revoke_borrowed(state, owners)
         preempted = False
-        for key, need in waiting.items():
-            short = need - idle.get(key, 0)
-            if short > EPS:
-                preempted |= self._reclaim(state, now, key, short, owners, preempt)
+        for key, missing in short.items():
+            preempted |= self._reclaim(state, now, key, missing, owners, preempt)
         if preempted:
             self._refresh(state)
         return preempted or bool(revoked)

@@ -89,7 +89,6 @@ class LiveScheduler:
         self._register_models()
         self.ledger = Ledger(store)
         self.tenants = tenants_mod.load(store)  # queues and priority classes (no queue: no tenancy)
-        self._policy_step = -1  # the state's policy-call number when a step began (preemptions before: the tenancy's)
         self.policy: Policy = create_policy(policy, self.policy_options)  # one object for the service's life
         self.rebuild()
 
@@ -290,7 +289,7 @@ class LiveScheduler:
         run = self.state.running[job_id]
         self.ledger.departed(job_id, "unpacked")
         detail = None
-        if self.core.admission is not None and self.state.step == self._policy_step:  # before the policy's call
+        if self.core.admission is not None and self.core.tenancy_preempting:
             detail = {"by": "tenancy", "queue": self.core.admission.queue_name(run.spec.queue)}
         self.store.requeue(int(job_id), live.attempt, now, attained_gpu_s=run.attained(now),
                            iterations_done=run.iterations_done, kind="preempted", detail=detail)
@@ -316,7 +315,6 @@ class LiveScheduler:
                 return 0
             admission = self.core.admission
             before = {q: a.reclaimed for q, a in admission.accounts.items()} if admission is not None else {}
-            self._policy_step = self.state.step
             self.core.schedule(now)
             for q, count in before.items():
                 if admission is not None and admission.accounts[q].reclaimed > count:
