@@ -43,7 +43,6 @@ from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
 from horus.tenancy import ANY_TYPE, Queue, Tenancy
 
 EPS = 1e-9
-BACKLOG = 64  # admitted jobs per queue the policy may see beyond the room (its own order chooses among them)
 SCAN = 32  # held jobs of one queue looked at per step beyond the first that does not fit
 
 
@@ -135,7 +134,6 @@ class Admission:
         self._totals: dict[str, float] = {}
         self._names: dict[str | None, str] = {}
         self._reserved_total: dict[str, float] = {}  # admitted, not yet running, all queues: requested GPUs per key
-        self.backlog = BACKLOG
         self.slots_per_gpu = 1  # workers a GPU may hold (the core sets it from the policy: > 1 if it co-locates)
         self._slots: dict[str, float] = {}
         self._slots_version = -1
@@ -500,8 +498,6 @@ class Admission:
             return max(g - acc.committed(k) for k, g in acc.queue.guaranteed.items())
         if not one_class:  # a higher class may preempt lower ones in its queue
             return math.inf
-        if acc.waiting < self.backlog:  # the look-ahead backlog needs no room, only the queue's limit
-            return max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed)
         return min(-self._shortfall(state, (ANY_TYPE,), 0.0),
                    max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
 
@@ -530,7 +526,7 @@ class Admission:
                     return True
                 if not self._room(state, keys, need):
                     continue
-            elif not self._room(state, keys, need) and acc.waiting >= self.backlog:
+            elif not self._room(state, keys, need):
                 if not self._preempt_lower(state, now, acc, keys[-1], self._shortfall(state, keys, need), prio,
                                            preempt):
                     continue
