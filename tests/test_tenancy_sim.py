@@ -202,10 +202,15 @@ def test_a_shared_gpu_is_split_among_its_residents() -> None:
 
 def test_colocation_lets_a_queue_run_more_whole_gpu_jobs_than_its_quota() -> None:
     """A queue with a 1-GPU limit runs several whole-GPU jobs at once when the policy co-locates them on its GPU:
-    each is charged its part of the GPU, so the start check lets the next one join."""
+    each is charged its part of the GPU, so the start check lets the next one join. (The policy does not know the
+    limit: where it would rather use another, idle GPU, the start check holds that start back, as below.)"""
     jobs = [job(f"a{i}", 0.0, "a", iterations=5_000) for i in range(6)]
-    result = run_sim(jobs, tiny(2), one_queue_of_one_gpu(), "gandiva-greedy")
-    assert peak(result, "a") > 1  # without a tenancy gandiva-greedy runs all six at once on the two GPUs
+    result = run_sim(jobs, tiny(1), one_queue_of_one_gpu(), "gandiva-greedy")
+    assert peak(result, "a") > 1  # several on its one GPU, charged one GPU in all
+    a = queue_row(result, "a")
+    assert a["jobs_per_charged_gpu"] > 1.5 and a["over_limit_s"] == 0
+    spread = run_sim(jobs, tiny(2), one_queue_of_one_gpu(), "gandiva-greedy")
+    assert spread.summary["quota_violation_s"] == 0  # it would spread them over both GPUs: held back
 
 
 # ---- every policy ------------------------------------------------------------------------------------------

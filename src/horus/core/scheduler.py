@@ -27,6 +27,8 @@ from horus.reasons import QUEUE_OVER_QUOTA, WaitReason, explain
 from horus.state import QueuedJob, SchedulerState
 from horus.tenancy import Tenancy
 
+MAX_ROUNDS = 3  # policy calls per step after the first, with a tenancy (reclaims, admissions after starts)
+
 
 class InvalidActionError(RuntimeError):
     """A policy returned an action the backend cannot carry out (a policy bug)."""
@@ -154,8 +156,13 @@ class SchedulerCore:
         actions = self._policy_step(state, now)
         if self.admission is not None:
             self.admission.settle(state)  # charges of the jobs just started, for the ledger until the next step
-            if self.admission.reclaim_for_guarantees(state, now, preempt):  # the policy could not place a job
-                actions += self._policy_step(state, now)      # its guarantee covers: it asks again on freed GPUs
+            for _ in range(MAX_ROUNDS):
+                # a job its guarantee covers that the policy could not place gets GPUs back; jobs that may now
+                # join GPUs just started (co-located at no extra charge) are shown: the policy is asked again
+                if not (self.admission.reclaim_for_guarantees(state, now, preempt)
+                        | self.admission.admit_after_starts(state, now, preempt, self.last_started)):
+                    break
+                actions += self._policy_step(state, now)
                 self.admission.settle(state)
         self._explain_new_entries()
         return reclaimed + actions if reclaimed else actions
@@ -212,7 +219,7 @@ class SchedulerCore:
         acc = admission.accounts[admission.queue_name(job.spec.queue)]
         q = acc.queue
         limit = "no borrowing limit" if q.borrow_limit is None else f"limit {acc.guarantee + q.borrow_limit:g}"
-        return WaitReason(QUEUE_OVER_QUOTA, f"queue {q.name!r} is charged {acc.committed():.2f} GPUs (guaranteed "
+        return WaitReason(QUEUE_OVER_QUOTA, f"queue {q.name!r} runs or has admitted {acc.committed():.2f} GPUs (guaranteed "
                                             f"{acc.guarantee:g}, {limit}); the cluster's {admission.capacity.get('*', 0):g} "
                                             f"GPUs are committed {admission.total('*'):.2f}", True)
 

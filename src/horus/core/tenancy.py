@@ -455,17 +455,41 @@ class Admission:
                         misses += 1
 
     def _admit_all(self, state: SchedulerState, acc: QueueAccount) -> None:
-        """Admit every held job of the one queue that waits whose request fits its limit at all, in order (what
-        it runs aside: ``may_start`` holds the limit when the policy starts them)."""
+        """Admit the held jobs of the one queue that waits, in order: every job when its limit is the cluster's
+        capacity or more, else those that fit next to what it runs and has admitted, plus (for a policy that
+        co-locates) as many as could join its own GPUs."""
         queue = acc.queue
         for job in list(self._held_jobs(state, queue.name)):
             need = job_need(job.spec.num_gpus, gpu_share(job.spec))
             for flavor in self._flavors(job, queue):
                 qkey = ANY_TYPE if flavor is None else flavor
-                if need <= queue.limit(qkey) + EPS:  # it could ever run: ``may_start`` holds the limit
+                limit = queue.limit(qkey)
+                # a limit the cluster cannot exceed anyway shows every job (the policy's order decides); else only
+                # what fits next to what the queue runs (``may_start`` still holds the limit at the start)
+                if limit >= self.capacity.get(qkey, 0.0) - EPS:
+                    bound = limit
+                else:  # and, for a policy that co-locates, jobs that may join its own GPUs at no extra charge
+                    bound = limit - acc.committed(qkey) + self._joinable(acc)
+                if need <= bound + EPS:
                     guaranteed = acc.committed(qkey) + need <= queue.guaranteed.get(qkey, 0.0) + EPS
                     self._enter(state, job, flavor, need, guaranteed=guaranteed)
                     break
+
+    def admit_after_starts(self, state: SchedulerState, now: float, preempt: Callable[[str], None],
+                           started: int) -> bool:
+        """For a policy that co-locates, after it started jobs: admit what may now join their GPUs. True if any."""
+        if self.slots_per_gpu <= 1 or not started or not state.held:
+            return False
+        version = state.version
+        self._admit(state, now, preempt)
+        self._refresh(state)
+        return state.version != version
+
+    def _joinable(self, acc: QueueAccount) -> float:
+        """Jobs of ``acc`` that could join the GPUs its running jobs hold (a co-locating policy's free slots)."""
+        if self.slots_per_gpu <= 1:
+            return 0.0
+        return float(len(self._queue_jobs[acc.queue.name]) * (self.slots_per_gpu - 1))
 
     def readmit(self, state: SchedulerState, job_id: str) -> None:
         """A job the policy itself preempted stays visible to it (e.g. to start it elsewhere in the same step)."""

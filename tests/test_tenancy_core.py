@@ -1,0 +1,117 @@
+"""The scheduler core's tenancy (horus.core.tenancy) through the simulator: transparency, start checks, ledger."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from horus.clusterspec import default_cluster
+from horus.cluster import Cluster, Node
+from horus.core import create_policy
+from horus.core.tenancy import Admission, water_fill
+from horus.gpu_types import PRESETS
+from horus.jobs import JobSpec
+from horus.sim.engine import simulate
+from horus.sim.world import build_predictor, build_truth
+from horus.state import SchedulerState
+from horus.tenancy import Queue, Tenancy, from_demand
+from horus.traces import load_default_trace
+from horus.traces.materialize import materialize
+
+
+@pytest.fixture(scope="module")
+def default_world() -> tuple[Cluster, list[JobSpec], object, object]:
+    cluster = default_cluster()
+    truth = build_truth("parametric", None, cluster)
+    jobs = materialize(load_default_trace(), truth, reference_gpu=cluster.gpu_types()[0], seed=0)[:160]
+    return cluster, jobs, truth, build_predictor("analytic", None)
+
+
+@pytest.mark.parametrize("policy", ["fifo-exclusive", "tiresias", "sjf-exclusive", "horus-paper", "horus",
+                                    "gandiva"])
+def test_one_queue_owning_the_cluster_changes_no_decision(default_world, policy: str) -> None:  # type: ignore[no-untyped-def]
+    """With a single queue guaranteed the whole cluster, the policy sees every job it would see without a tenancy
+    (its own order decides: SJF, LAS, Horus's look-ahead) and makes the same starts."""
+    cluster, jobs, truth, predictor = default_world
+    tenancy = Tenancy({"all": Queue("all", {"*": float(cluster.num_gpus)}, 0.0)})
+    plain = simulate(jobs, cluster, create_policy(policy), truth, predictor)
+    gated = simulate(jobs, cluster, create_policy(policy), truth, predictor, tenancy=tenancy)
+    assert plain.jobs["first_start"].fillna(-1).tolist() == gated.jobs["first_start"].fillna(-1).tolist()
+    assert plain.summary["mean_jct_s"] == gated.summary["mean_jct_s"]
+    assert gated.summary["quota_violation_s"] == 0 and gated.summary["reclaim_preemptions"] == 0
+    row = gated.queues.iloc[0]
+    assert row["jobs"] == len(jobs) and row["guarantee_attainment"] > 0.95
+
+
+def tiny(gpus: int) -> Cluster:
+    return Cluster([Node("n0", PRESETS["V100"], gpus)])
+
+
+def job(job_id: str, submit: float, queue: str, *, iterations: float = 8_000, gpus: int = 1) -> JobSpec:
+    return JobSpec(job_id, submit, gpus, "resnet18", 32, iterations, queue=queue)
+
+
+def run(jobs: list[JobSpec], cluster: Cluster, tenancy: Tenancy, policy: str = "fifo-exclusive"):  # type: ignore[no-untyped-def]
+    return simulate(jobs, cluster, create_policy(policy), build_truth("parametric", None, cluster),
+                    build_predictor("physical", None), tenancy=tenancy)
+
+
+def test_a_borrower_that_has_not_started_yields_to_a_guaranteed_job_without_a_preemption() -> None:
+    """Queue b (no guarantee) has jobs admitted, waiting for GPUs held by queue a's borrowed runs; when a's own
+    guaranteed job arrives it goes first: b's waiting admissions are revoked (no work lost), nothing of b starts
+    only to be preempted in the same instant."""
+    jobs = ([job(f"a{i}", 0.0, "a", iterations=4_000) for i in range(2)]
+            + [job(f"b{i}", 10.0, "b") for i in range(2)] + [job("a-late", 20.0, "a", iterations=2_000)])
+    tenancy = Tenancy({"a": Queue("a", {"*": 2.0}), "b": Queue("b", {"*": 0.0})})
+    result = run(jobs, tiny(2), tenancy)
+    frame = result.jobs.set_index("job_id")
+    assert (frame["preemptions"] == 0).all()
+    assert frame.loc["a-late", "first_start"] < frame.loc[["b0", "b1"], "first_start"].min()
+
+
+def test_a_start_over_the_limit_is_held_back_not_carried_out() -> None:
+    """A queue limited to 1 GPU never runs two whole-GPU jobs on two GPUs, whatever the policy plans; its jobs wait
+    in held with the quota reason."""
+    jobs = [job(f"a{i}", 0.0, "a") for i in range(3)]
+    tenancy = Tenancy({"a": Queue("a", {"*": 1.0}, 0.0), "b": Queue("b", {"*": 1.0})})
+    result = run(jobs, tiny(2), tenancy)
+    starts = sorted(result.jobs["first_start"])
+    ends = sorted(result.jobs["end"])
+    assert starts[1] >= ends[0] - 1e-6 and starts[2] >= ends[1] - 1e-6  # one at a time
+    assert result.summary["quota_violation_s"] == 0
+    assert set(result.jobs["wait_reason"]) - {""} == {"queue-over-quota"}
+
+
+def test_the_start_check_charges_co_location_as_the_gpu_splits() -> None:
+    cluster = tiny(2)
+    state = SchedulerState(cluster, build_predictor("physical", None))
+    admission = Admission(Tenancy({"a": Queue("a", {"*": 1.0}, 0.0), "b": Queue("b", {"*": 1.0})}))
+    state.gated = True
+    first, second = job("a0", 0.0, "a"), job("a1", 0.0, "a")
+    for spec in (first, second):
+        state.submit(spec, 0.0)
+        state.admit(spec.job_id)
+    admission.observe(state)
+    assert admission.may_start(state, first, (0,))
+    state.start("a0", (0,), 0.0)
+    admission.observe(state)
+    assert admission.charge_of("a0") == 1.0
+    assert not admission.may_start(state, second, (1,))  # a second GPU: 2 > its limit of 1
+    assert admission.may_start(state, second, (0,))  # beside its own job: the GPU still charges 1 in all
+
+
+def test_water_fill_is_weighted_max_min() -> None:
+    share = water_fill({"a": 2.0, "b": 10.0, "c": 10.0}, {"a": 1.0, "b": 1.0, "c": 2.0}, 10.0)
+    assert share["a"] == pytest.approx(2.0)
+    assert share["b"] == pytest.approx(8 / 3) and share["c"] == pytest.approx(16 / 3)
+    assert math.fsum(share.values()) == pytest.approx(10.0)
+    assert water_fill({"a": 1.0}, {"a": 1.0}, 5.0) == {"a": 1.0}
+
+
+def test_from_demand_shares_whole_gpus_by_demand() -> None:
+    tenancy = from_demand({"x": 700.0, "y": 200.0, "z": 100.0, "w": 0.5}, 10)
+    guaranteed = {name: q.guaranteed["*"] for name, q in tenancy.queues.items()}
+    assert guaranteed == {"w": 0.0, "x": 7.0, "y": 2.0, "z": 1.0}
+    assert all(q.borrow_limit is None for q in tenancy.queues.values())
+    assert tenancy.queues["w"].weight == 1.0 and tenancy.queues["x"].weight == 7.0
