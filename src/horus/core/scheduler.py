@@ -23,6 +23,7 @@ from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Preempt, Start
+from horus.policies.parts.ordered import KeyedOrder
 from horus.reasons import QUEUE_OVER_QUOTA, WaitReason, explain
 from horus.state import QueuedJob, SchedulerState
 from horus.tenancy import Tenancy
@@ -84,6 +85,9 @@ class SchedulerCore:
         self.admission = Admission(tenancy) if tenancy is not None else None
         if self.admission is not None:
             self.admission.slots_per_gpu = (policy.max_residents or 2) if policy.colocates else 1
+            rule = getattr(policy, "order_rule", None)
+            if isinstance(rule, KeyedOrder):  # held jobs are admitted in the policy's own order within a queue
+                self.admission.order_key = lambda job: rule.key(job, state)
             if state.queue or state.running:
                 raise ValueError("a tenancy is set before any job enters the state")
             state.gated = True

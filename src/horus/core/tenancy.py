@@ -1,30 +1,31 @@
 """Tenancy in the scheduler core: which queued jobs a policy may see, what each queue is charged, and reclaim.
 
 A job of a tenancy-enabled cluster enters ``SchedulerState.held`` first. ``Admission.step`` (run by
-``SchedulerCore.schedule`` before the policy) moves held jobs into ``state.queue`` (the policy's queue) when their
-queue's quota allows it, in this order (docs/tenancy.md):
+``SchedulerCore.schedule`` before the policy) moves held jobs into ``state.queue`` (what the policy sees):
 
-1. **Guaranteed**: a job that keeps its queue within its guarantee is admitted when the cluster has room; if
-   the room is held by queues borrowing beyond their guarantee, their preemptible jobs are **reclaimed** (least
-   attained GPU time first, never taking a queue below its guarantee) until it fits.
-2. **Priority**: a job that does not fit its queue's limit may preempt preemptible jobs of lower priority classes
-   in its own queue.
-3. **Borrowing**: remaining room goes to jobs within their queue's borrowing limit, queue by queue in fair-share
-   order: the smallest ``(decayed mean usage + current usage) / weight`` first (usage decays with the tenancy's
-   half-life, as Slurm's fair-share factor does).
+* when only one queue waits, all its jobs (the policy's own order decides; a limit below the cluster's capacity
+  holds back what does not fit);
+* otherwise **guaranteed** first (a job keeping its queue within its guarantee, at once; other queues' borrowed
+  admissions that have not started leave the policy's view when idle GPUs would not cover both), then
+  **borrowing** into the room left (idle capacity, or free worker slots for a co-locating policy), queue by queue
+  in fair-share order: the smallest ``(decayed mean usage + current usage) / weight`` first (usage decays with
+  the tenancy's half-life, as Slurm's fair-share factor does); a job over its queue's limit may preempt lower
+  priority classes of its own queue.
 
-Within a queue, held jobs go by priority class (higher first), then arrival. Every entry into the queue, a
-preempted job's included, is admitted again.
+After the policy, ``reclaim_for_guarantees`` frees GPUs for guaranteed jobs it could not place (borrowers'
+preemptible jobs, least attained first, never below a borrower's guarantee) and the core asks the policy again;
+``may_start`` holds a queue's limit at every start. Within a queue, held jobs go by priority class, then arrival.
 
 **Charges** (what a queue is counted for): a running job is charged per GPU its requested share (1 for a
-whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1; on a co-located GPU whose requests
-exceed 1, the GPU is split among its residents (``equal``: by request; ``util``: by predicted utilization). A GPU in
-use thus charges 1 in total, and co-location lets a queue run more jobs within its quota. An admitted job that
-waits for placement holds a reservation of its full request. A queue over its limit (a co-runner left and its
-share grew) gives back its least-attained preemptible jobs at the next step.
+whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1; on a co-located GPU whose
+requests exceed 1, the GPU is split among its residents (``equal``: by request; ``util``: by predicted
+utilization). A GPU in use thus charges 1 in total, and co-location lets a queue run more jobs within its quota.
+An admitted job that waits for placement holds a reservation of its full request. A queue over its limit (a
+co-runner left and its share grew) gives back its least-attained preemptible jobs at the next step.
 
-``Ledger`` integrates what the metrics need (per-queue usage, guaranteed GPU time received vs demanded, fair
-shares while contended, reclaims), for the simulator's table and the live service's gauges.
+``Admission`` also keeps the ledger the metrics need (per-queue usage, guaranteed GPU time received vs
+demanded, fair shares while contended, reclaims), for the simulator's table and the live service's gauges
+(docs/tenancy.md).
 """
 
 from __future__ import annotations
@@ -133,6 +134,11 @@ class Admission:
         self.capacity: dict[str, float] = {}
         self._totals: dict[str, float] = {}
         self._names: dict[str | None, str] = {}
+        self._fair: dict[str, float] = {}  # per queue: weighted max-min fair share of the cluster this step
+        # the policy's queue-order key (a ``KeyedOrder``'s): held jobs of one queue and class are admitted in the
+        # policy's order (SJF, LAS, ...) rather than by arrival; fixed while an entry waits
+        self.order_key: Callable[[QueuedJob], tuple[float, ...]] | None = None
+        self._keys_of: dict[str, tuple[int, tuple[float, ...]]] = {}
         self._reserved_total: dict[str, float] = {}  # admitted, not yet running, all queues: requested GPUs per key
         self.slots_per_gpu = 1  # workers a GPU may hold (the core sets it from the policy: > 1 if it co-locates)
         self._slots: dict[str, float] = {}
@@ -272,7 +278,7 @@ class Admission:
             q = self.queue_name(job.spec.queue)
             prio = self.tenancy.priority_of(job.spec.priority).value
             need = job_need(job.spec.num_gpus, gpu_share(job.spec))
-            self._held[q].add((-prio, job.entered, job.spec.job_id, need))
+            self._held[q].add((-prio, self._order_key(job), job.entered, job.spec.job_id, need))
             self._held_need(self.accounts[q], need, +1)
 
     @staticmethod
@@ -285,11 +291,20 @@ class Admission:
         else:
             acc.held_needs.remove(need)
 
+    def _order_key(self, job: QueuedJob) -> tuple[float, ...]:
+        """The policy's own key of a held job within its class (its queue order's, e.g. SJF or LAS), or ()."""
+        if self.order_key is None:
+            return ()
+        key = self._keys_of.get(job.spec.job_id)
+        if key is None or key[0] != job.entered:
+            key = self._keys_of[job.spec.job_id] = (job.entered, tuple(self.order_key(job)))
+        return key[1]
+
     def _held_jobs(self, state: SchedulerState, q: str) -> Iterator[QueuedJob]:
         """Held jobs of queue ``q`` in admission order, read in chunks so admissions and preemptions may change the
         list meanwhile (entries that left the held set are dropped as met)."""
         held = self._held[q]
-        last: tuple[float, int, str, float] | None = None
+        last: tuple[float, tuple[float, ...], int, str, float] | None = None
         while True:
             start = held.irange(minimum=last, inclusive=(False, False)) if last is not None else iter(held)
             chunk = list(islice(start, 64))
@@ -297,11 +312,11 @@ class Admission:
                 return
             for item in chunk:
                 last = item
-                job = state.held.get(item[2])
-                if job is None or job.entered != item[1]:
+                job = state.held.get(item[3])
+                if job is None or job.entered != item[2]:
                     if item in held:
                         held.remove(item)
-                        self._held_need(self.accounts[q], item[3], -1)
+                        self._held_need(self.accounts[q], item[4], -1)
                     continue
                 yield job
 
@@ -434,6 +449,8 @@ class Admission:
             self._admit_all(state, self.accounts[wanting[0]])
             return
         one_class = len(self.tenancy.priority_classes) == 1
+        self._fair = water_fill({n: a.demand() for n, a in self.accounts.items()},
+                                {n: a.queue.weight for n, a in self.accounts.items()}, self.capacity[ANY_TYPE])
         for phase in ("guaranteed", "borrow"):
             order = sorted((name for name in self.accounts if self._held[name]), key=self._fair_key)
             for name in order:
@@ -522,6 +539,9 @@ class Admission:
             return max(g - acc.committed(k) for k, g in acc.queue.guaranteed.items())
         if not one_class:  # a higher class may preempt lower ones in its queue
             return math.inf
+        fair = self._fair.get(acc.queue.name, 0.0) - acc.committed()  # a queue below its fair share needs no room
+        if fair > EPS:
+            return min(fair, max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
         return min(-self._shortfall(state, (ANY_TYPE,), 0.0),
                    max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
 
@@ -550,7 +570,7 @@ class Admission:
                     return True
                 if not self._room(state, keys, need):
                     continue
-            elif not self._room(state, keys, need):
+            elif not self._room(state, keys, need) and acc.committed() + need > self._fair.get(acc.queue.name, 0.0) + EPS:
                 if not self._preempt_lower(state, now, acc, keys[-1], self._shortfall(state, keys, need), prio,
                                            preempt):
                     continue
@@ -564,7 +584,7 @@ class Admission:
                guaranteed: bool) -> None:
         q = self.queue_name(job.spec.queue)
         prio = self.tenancy.priority_of(job.spec.priority).value
-        self._held[q].discard((-prio, job.entered, job.spec.job_id, need))
+        self._held[q].discard((-prio, self._order_key(job), job.entered, job.spec.job_id, need))
         if flavor is not None and job.spec.gpu_type_request != flavor:
             job.spec = replace(job.spec, gpu_type_request=flavor)
         self._reserve(state.admit(job.spec.job_id), guaranteed)
