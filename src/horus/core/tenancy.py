@@ -7,14 +7,15 @@ A job of a tenancy-enabled cluster enters ``SchedulerState.held`` first. ``Admis
   holds back what does not fit);
 * otherwise **guaranteed** first (a job keeping its queue within its guarantee, at once; other queues' borrowed
   admissions that have not started leave the policy's view when idle GPUs would not cover both), then
-  **borrowing** into the room left (idle capacity, or free worker slots for a co-locating policy), queue by queue
-  in fair-share order: the smallest ``(decayed mean usage + current usage) / weight`` first (usage decays with
+  **borrowing** into the room left (idle capacity, or free worker slots for a co-locating policy; a queue below
+  its weighted max-min fair share needs no room), queue by queue in fair-share order: the smallest ``(decayed mean usage + current usage) / weight`` first (usage decays with
   the tenancy's half-life, as Slurm's fair-share factor does); a job over its queue's limit may preempt lower
   priority classes of its own queue.
 
 After the policy, ``reclaim_for_guarantees`` frees GPUs for guaranteed jobs it could not place (borrowers'
 preemptible jobs, least attained first, never below a borrower's guarantee) and the core asks the policy again;
-``may_start`` holds a queue's limit at every start. Within a queue, held jobs go by priority class, then arrival.
+``may_start`` holds a queue's limit at every start. Within a queue, held jobs go by priority class, then the
+policy's own keyed order (``order_key``), then arrival.
 
 **Charges** (what a queue is counted for): a running job is charged per GPU its requested share (1 for a
 whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1; on a co-located GPU whose
