@@ -169,19 +169,17 @@ class SchedulerState:
 
     def hold(self, job_id: str) -> QueuedJob:
         """An admitted job that has not started goes back to ``held`` (its admission revoked): a new entry."""
-        job = self.queue.pop(job_id)
-        self.entries += 1
-        job.entered = self.entries
-        self.held[job_id] = job
-        self.version += 1
-        return job
+        return self._move(job_id, self.queue, self.held)
 
     def admit(self, job_id: str) -> QueuedJob:
         """A held job enters the policy's queue (its tenant's quota allows it): a new queue entry."""
-        job = self.held.pop(job_id)
+        return self._move(job_id, self.held, self.queue)
+
+    def _move(self, job_id: str, source: dict[str, QueuedJob], target: dict[str, QueuedJob]) -> QueuedJob:
+        job = source.pop(job_id)
         self.entries += 1
         job.entered = self.entries
-        self.queue[job_id] = job
+        target[job_id] = job
         self.version += 1
         return job
 
