@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from service_helpers import Server, kill_job_processes, wait_for  # noqa: E402
+from service_helpers import Server, kill_job_processes, wait_for
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--repeat", type=int, default=5)
@@ -31,10 +31,10 @@ try:
     with s.client() as c:
         for _ in range(args.repeat):
             a = [c.post("/v1/jobs", json={**HEAVY, "queue": "a"}).json() for _ in range(2)]
-            wait_for(lambda: all(c.get(f"/v1/jobs/{j['id']}").json()["state"] == "running" for j in a), 20)
+            wait_for(lambda a=a: all(c.get(f"/v1/jobs/{j['id']}").json()["state"] == "running" for j in a), 20)
             t0 = time.time()
             b = c.post("/v1/jobs", json={**HEAVY, "queue": "b"}).json()
-            run = wait_for(lambda: (j := c.get(f"/v1/jobs/{b['id']}").json())["state"] == "running" and j, 20)
+            run = wait_for(lambda b=b: (j := c.get(f"/v1/jobs/{b['id']}").json())["state"] == "running" and j, 20)
             t1 = time.time()
             started = run["events"][-1]["time"]
             delays.append((started - run["submitted"], t1 - t0))
