@@ -5,8 +5,9 @@ Workloads (each needs ../shared/data; skipped with a message when absent):
 * ``philly``: the whole Philly trace (82,247 jobs) on 64 x 8 V100 (512 GPUs, congested); each job's virtual
   cluster (the trace's ``cluster`` column) is its queue, guaranteed its share of the trace's GPU-time demand
   (``horus.tenancy.from_demand``: largest remainders, weight = guarantee, borrowing up to the whole cluster).
-* ``openb``: Alibaba's 8,152 pods, ``qos`` (LS / BE / ...) as queues, on a quarter of the trace's GPU nodes (on its
-  own 1,213 nodes nothing queues, so no tenancy rule is ever exercised).
+* ``openb``: Alibaba's 8,152 pods, ``qos`` (LS / BE / ...) as queues, on ``--openb-share`` of the trace's GPU
+  nodes (on its own 1,213 nodes nothing queues, so no tenancy rule is ever exercised; a quarter does not queue
+  either).
 
 World: the exact one (``SimConfig()``: exact sizes and telemetry for every policy alike, the analytic predictor),
 truth ``parametric``, materialization seeds ``--seeds`` (model and batch drawn per job). Modes: ``off`` (tenant-
@@ -52,6 +53,9 @@ def cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+OPENB_NODE_SHARE = 0.25  # share of openb's GPU nodes simulated (``--openb-share``)
+
+
 def build(workload: str, seed: int, limit: int) -> tuple[Any, list[Any], Any, dict[str, float]]:
     """(cluster, jobs with their queues, truth, GPU-seconds of demand per queue)."""
     from horus.cluster import Cluster, GPUType, Node
@@ -69,7 +73,7 @@ def build(workload: str, seed: int, limit: int) -> tuple[Any, list[Any], Any, di
         from horus.traces.openb import load_openb_cluster
 
         full = load_openb_cluster(OPENB_NODES)
-        cluster = Cluster(full.nodes[: max(1, len(full.nodes) // 4)], full.inter_node_gbps)
+        cluster = Cluster(full.nodes[: max(1, round(len(full.nodes) * OPENB_NODE_SHARE))], full.inter_node_gbps)
         trace = traces.load_trace(OPENB_PODS, "openb")
         reference = cluster.gpu_types()[0]
     for package in ("horus.truth", "horus.predict"):
@@ -98,12 +102,15 @@ def build(workload: str, seed: int, limit: int) -> tuple[Any, list[Any], Any, di
     return cluster, out, truth, demand
 
 
-def run_one(workload: str, policy_name: str, mode: str, seed: int, limit: int) -> dict[str, Any]:
+def run_one(workload: str, policy_name: str, mode: str, seed: int, limit: int,
+            openb_share: float = OPENB_NODE_SHARE) -> dict[str, Any]:
     from horus.core import create_policy
     from horus.predict.base import PREDICTORS
     from horus.sim.engine import SimConfig, simulate
     from horus.tenancy import from_demand
 
+    global OPENB_NODE_SHARE
+    OPENB_NODE_SHARE = openb_share
     cluster, jobs, truth, demand = build(workload, seed, limit)
     tenancy = None if mode == "off" else from_demand(demand, cluster.num_gpus, charge=mode)
     policy = create_policy(policy_name, has_truth=True)
@@ -169,9 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--limit", type=int, default=0, help="first N jobs only (0: all)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--openb-share", type=float, default=OPENB_NODE_SHARE,
+                        help="share of openb's GPU nodes to simulate (default 0.25)")
     parser.add_argument("--util-for", default="horus-paper", help="policies also run with the 'util' charge rule")
     parser.add_argument("--out", type=Path, default=RESULTS / "tenancy.json")
     args = parser.parse_args(argv)
+    global OPENB_NODE_SHARE
+    OPENB_NODE_SHARE = args.openb_share
     workloads = [w for w in args.workloads.split(",") if w]
     missing = [w for w in workloads if not (PHILLY if w == "philly" else OPENB_PODS).exists()]
     if missing:
@@ -184,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     started = time.time()
     with ProcessPoolExecutor(args.workers) as pool:
-        futures = {pool.submit(run_one, *cell, args.limit): cell for cell in cells}
+        futures = {pool.submit(run_one, *cell, args.limit, args.openb_share): cell for cell in cells}
         for future in as_completed(futures):
             row = future.result()
             runs.append(row)

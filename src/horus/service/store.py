@@ -329,7 +329,8 @@ class Store:
             self._db.execute("PRAGMA foreign_keys=ON")
             problems = [r[0] for r in self._db.execute("PRAGMA quick_check").fetchall()]
             if problems != ["ok"]:
-                raise StoreError(self._corrupt(f"quick_check: {problems[0][:150]}"))
+                first = " ".join(str(problems[0]).split())  # SQLite's report may span lines: one line here
+                raise StoreError(self._corrupt(f"quick_check: {first[:150]}"))
             self._db.executescript(_SCHEMA)  # idempotent (IF NOT EXISTS)
             with self.transaction() as db:
                 found = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
