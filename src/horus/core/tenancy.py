@@ -458,6 +458,8 @@ class Admission:
                 acc = self.accounts[name]
                 if not acc.held_needs:
                     continue
+                if phase == "borrow" and one_class and self._reserves_room(state, acc):
+                    break  # the room that frees up is kept for this queue's next job (no starvation of gangs)
                 avail = self._available(state, acc, phase, one_class)
                 if acc.held_needs[0] > avail + EPS:
                     continue  # none of its held jobs can be admitted in this phase
@@ -471,6 +473,20 @@ class Admission:
                         avail = self._available(state, acc, phase, one_class)
                     else:
                         misses += 1
+
+    def _reserves_room(self, state: SchedulerState, acc: QueueAccount) -> bool:
+        """Whether ``acc``, below its fair share and first in fair-share order among the queues still to borrow,
+        keeps the room for its next held job: true when that job does not fit the room now but fits its limit.
+        Borrowing by queues after it then waits, as a backfill reservation keeps GPUs for the top job; without
+        it a gang of a queue with a small share would wait for as many GPUs to free at once forever."""
+        if acc.committed() >= self._fair.get(acc.queue.name, 0.0) - EPS:
+            return False
+        head = next(self._held_jobs(state, acc.queue.name), None)
+        if head is None:
+            return False
+        need = job_need(head.spec.num_gpus, gpu_share(head.spec))
+        fits_limit = any(acc.committed(k) + need <= acc.queue.limit(k) + EPS for k in acc.queue.guaranteed)
+        return fits_limit and not self._room(state, self._keys(head), need)
 
     def _admit_all(self, state: SchedulerState, acc: QueueAccount) -> None:
         """Admit the held jobs of the one queue that waits, in order: every job when its limit is the cluster's
