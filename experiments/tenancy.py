@@ -131,8 +131,8 @@ def run_one(workload: str, policy_name: str, mode: str, seed: int, limit: int,
 
 def goal_rows(runs: list[dict[str, Any]]) -> list[str]:
     """Markdown lines: per workload x policy (mean over seeds) the issue's goals."""
-    lines = ["| workload | policy | mode | violations (s) | min guarantee attainment | Jain | mean JCT h (off -> on) "
-             "| change | max jobs/charged GPU vs fifo-exclusive | reclaims | CPU s (off / on) |",
+    lines = [("| workload | policy | mode | violations (s) | min guarantee attainment | Jain | mean JCT h (off -> on) "
+              "| change | max jobs/charged GPU vs fifo-exclusive | reclaims | CPU s (off / on) |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     by = {(r["workload"], r["policy"], r["mode"], r["seed"]): r for r in runs}
     keys = sorted({(r["workload"], r["policy"], r["mode"]) for r in runs if r["mode"] != "off"})
@@ -176,13 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0")
     parser.add_argument("--limit", type=int, default=0, help="first N jobs only (0: all)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--openb-share", type=float, default=OPENB_NODE_SHARE,
+    parser.add_argument("--openb-share", type=float, default=0.25,
                         help="share of openb's GPU nodes to simulate (default 0.25)")
     parser.add_argument("--util-for", default="horus-paper", help="policies also run with the 'util' charge rule")
     parser.add_argument("--out", type=Path, default=RESULTS / "tenancy.json")
     args = parser.parse_args(argv)
-    global OPENB_NODE_SHARE
-    OPENB_NODE_SHARE = args.openb_share
     workloads = [w for w in args.workloads.split(",") if w]
     missing = [w for w in workloads if not (PHILLY if w == "philly" else OPENB_PODS).exists()]
     if missing:
