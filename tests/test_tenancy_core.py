@@ -115,3 +115,11 @@ def test_from_demand_shares_whole_gpus_by_demand() -> None:
     assert guaranteed == {"w": 0.0, "x": 7.0, "y": 2.0, "z": 1.0}
     assert all(q.borrow_limit is None for q in tenancy.queues.values())
     assert tenancy.queues["w"].weight == 1.0 and tenancy.queues["x"].weight == 7.0
+
+
+def test_a_guarantee_of_any_type_holds_its_per_type_guarantees() -> None:
+    """{'*': 4, 'V100': 2}: 4 GPUs in all, 2 of them V100 (not 6); without '*' the per-type ones add up."""
+    admission = Admission(Tenancy({"mixed": Queue("mixed", {"*": 4.0, "V100": 2.0}),
+                                   "typed": Queue("typed", {"V100": 2.0, "A100": 1.0})}))
+    assert admission.accounts["mixed"].guarantee == 4.0
+    assert admission.accounts["typed"].guarantee == 3.0

@@ -75,7 +75,10 @@ class QueueAccount:
 
     @property
     def guarantee(self) -> float:
-        return sum(self.queue.guaranteed.values())
+        """GPUs guaranteed in all: its any-type guarantee where it has one (per-type ones lie within it), else the
+        sum of its per-type guarantees."""
+        g = self.queue.guaranteed
+        return g[ANY_TYPE] if ANY_TYPE in g else sum(g.values())
 
     def used(self, key: str = ANY_TYPE) -> float:
         return self.usage.get(key, 0.0)

@@ -95,5 +95,7 @@ def _queue_families(queues: list[dict[str, object]]) -> Iterator[Metric]:
         family = GaugeMetricFamily(name, text, labels=["queue"])
         for q in queues:
             value = q[key]
-            family.add_metric([str(q["name"])], sum(value.values()) if isinstance(value, dict) else float(value))
+            if isinstance(value, dict):  # per GPU type; an any-type ("*") guarantee holds the per-type ones
+                value = value["*"] if "*" in value else sum(value.values())
+            family.add_metric([str(q["name"])], float(value))
         yield family
