@@ -167,6 +167,17 @@ class SchedulerState:
         """The job's entry if it waits: in the policy's queue, or held for its queue's quota."""
         return self.queue.get(job_id) or self.held.get(job_id)
 
+    def entries_since(self, mark: int, *, held: bool = False) -> list[QueuedJob]:
+        """Entries of the queue (or of ``held``) made after entry number ``mark``, oldest first (cost: those only;
+        both dicts keep entry order)."""
+        fresh = []
+        for job in reversed((self.held if held else self.queue).values()):
+            if job.entered <= mark:
+                break
+            fresh.append(job)
+        fresh.reverse()
+        return fresh
+
     def hold(self, job_id: str) -> QueuedJob:
         """An admitted job that has not started goes back to ``held`` (its admission revoked): a new entry."""
         return self._move(job_id, self.queue, self.held)

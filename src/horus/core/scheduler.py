@@ -117,11 +117,6 @@ class SchedulerCore:
         """False for a job that could never run on this cluster (more GPUs than it has of the requested type)."""
         return 1 <= spec.num_gpus <= self.eligible_gpus(spec.gpu_type_request)
 
-    def check_tenant(self, spec: JobSpec) -> None:
-        """HorusInputError unless the job's queue and priority class exist (a no-op without a tenancy)."""
-        if self.admission is not None:
-            self.admission.tenancy.check_job(spec.queue, spec.priority)
-
     # ---- when to ask the policy (every backend asks through these two calls) --------------------
     def wants_step(self) -> bool:
         """Whether ``schedule`` would ask the policy now: a job waits, or the policy acts on running jobs
@@ -223,9 +218,10 @@ class SchedulerCore:
         acc = admission.accounts[admission.queue_name(job.spec.queue)]
         q = acc.queue
         limit = "no borrowing limit" if q.borrow_limit is None else f"limit {acc.guarantee + q.borrow_limit:g}"
-        return WaitReason(QUEUE_OVER_QUOTA, f"queue {q.name!r} runs or has admitted {acc.committed():.2f} GPUs (guaranteed "
-                                            f"{acc.guarantee:g}, {limit}); the cluster's {admission.capacity.get('*', 0):g} "
-                                            f"GPUs are committed {admission.total('*'):.2f}", True)
+        return WaitReason(QUEUE_OVER_QUOTA,
+                          f"queue {q.name!r} runs or has admitted {acc.committed():.2f} GPUs (guaranteed "
+                          f"{acc.guarantee:g}, {limit}); the cluster's {admission.capacity.get('*', 0):g} GPUs are "
+                          f"committed {admission.total('*'):.2f}", True)
 
     def _explain(self, job: QueuedJob, count_ahead: bool = False) -> WaitReason:
         """``count_ahead``: say how many jobs come first (O(queue); asked for one job, not after every step)."""
@@ -237,19 +233,12 @@ class SchedulerCore:
     def _explain_new_entries(self) -> None:
         """Give every queue entry made since the last step its reason (cost: the new entries only)."""
         state = self.state
-        fresh = []
-        if self.admission is not None:  # held entries, newest first, until one already explained
-            for job in reversed(state.held.values()):
-                if job.entered <= self._explained:
-                    break
-                fresh.append(job)
-        for job in reversed(state.queue.values()):
-            if job.entered <= self._explained:
-                break
-            fresh.append(job)
+        fresh = state.entries_since(self._explained)
+        if self.admission is not None:  # and the held entries, all in entry order
+            fresh = sorted(fresh + state.entries_since(self._explained, held=True), key=lambda j: j.entered)
         self._explained = state.entries
         self.new_waits = []
-        for job in sorted(fresh, key=lambda j: j.entered) if self.admission is not None else reversed(fresh):
+        for job in fresh:
             reason = self._held_reason(job) if job.spec.job_id in state.held else self._explain(job)
             found = self._reasons[job.spec.job_id] = (job, reason, state.version, False)
             self.new_waits.append((job.spec.job_id, found[1]))

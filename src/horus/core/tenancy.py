@@ -56,7 +56,6 @@ class QueueAccount:
     usage: dict[str, float] = field(default_factory=dict)  # key (type or ANY_TYPE) -> charged GPUs now
     reserved: dict[str, float] = field(default_factory=dict)  # admitted, not yet running: requested GPUs
     held_need: float = 0.0  # GPUs requested by its held jobs
-    held_guaranteeable: float = 0.0  # ... by those no larger than its guarantee (the ones a guarantee can cover)
     fill: float = 0.0  # GPUs of held jobs that would fit in what is left of its guarantee (first fit, in order)
     held_needs: SortedList = field(default_factory=SortedList)  # each held job's request (the smallest first)
     commit: dict[str, float] = field(default_factory=dict)  # usage + reserved per key
@@ -101,6 +100,19 @@ def job_need(spec_gpus: int, share: float) -> float:
     return spec_gpus * min(1.0, share)
 
 
+def spec_need(spec: JobSpec) -> float:
+    """``job_need`` of a job spec."""
+    return job_need(spec.num_gpus, gpu_share(spec))
+
+
+def by_type(state: SchedulerState, per_gpu: np.ndarray) -> dict[str, float]:
+    """Sums of a per-GPU quantity over the cluster (``ANY_TYPE``) and over each GPU type's GPUs."""
+    out = {ANY_TYPE: float(per_gpu.sum())}
+    for gpu_type, where in state.gpus_of_type:
+        out[gpu_type.name] = float(per_gpu[where].sum())
+    return out
+
+
 def water_fill(demand: dict[str, float], weight: dict[str, float], capacity: float) -> dict[str, float]:
     """Weighted max-min fair shares of ``capacity`` (no queue above its demand)."""
     share = dict.fromkeys(demand, 0.0)
@@ -131,7 +143,8 @@ class Admission:
         self._queue_jobs: dict[str, set[str]] = {name: set() for name in self.accounts}  # charged jobs per queue
         # admitted job -> (its entry, queue, keys, request, admitted within its queue's guarantee)
         self._reserved: dict[str, tuple[QueuedJob, str, tuple[str, ...], float, bool]] = {}
-        self._held: dict[str, SortedList] = {name: SortedList() for name in tenancy.queues}  # (-prio, entered, id)
+        # per queue, held jobs in admission order: (-class value, policy's order key, entered, job id, request)
+        self._held: dict[str, SortedList] = {name: SortedList() for name in tenancy.queues}
         self._held_seen = 0  # held entries up to this ``entered`` number are in ``_held``
         self._version = -1
         self._last_t: float | None = None
@@ -142,13 +155,12 @@ class Admission:
         # the policy's queue-order key (a ``KeyedOrder``'s): held jobs of one queue and class are admitted in the
         # policy's order (SJF, LAS, ...) rather than by arrival; fixed while an entry waits
         self.order_key: Callable[[QueuedJob], tuple[float, ...]] | None = None
-        self._keys_of: dict[str, tuple[int, tuple[float, ...]]] = {}
+        self._held_items: dict[str, tuple[float, tuple[float, ...], int, str, float]] = {}  # held job -> its item
         self._reserved_total: dict[str, float] = {}  # admitted, not yet running, all queues: requested GPUs per key
         self.slots_per_gpu = 1  # workers a GPU may hold (the core sets it from the policy: > 1 if it co-locates)
         self._slots: dict[str, float] = {}
         self._slots_version = -1
         self.reclaims = 0
-        self.revoked = 0  # admissions of borrowing jobs revoked before they started (no work lost)
         self.contended_s = 0.0
 
     # ---- the cluster and its charges ---------------------------------------------------------------
@@ -161,7 +173,7 @@ class Admission:
         self._job_charge = {}
         self._queue_jobs = {name: set() for name in self.accounts}
         for acc in self.accounts.values():
-            acc.usage, acc.reserved, acc.commit, acc.held_need, acc.held_guaranteeable = {}, {}, {}, 0.0, 0.0
+            acc.usage, acc.reserved, acc.commit, acc.held_need = {}, {}, {}, 0.0
             acc.held_needs = SortedList()
             acc.waiting = 0
         self._totals: dict[str, float] = {}
@@ -169,6 +181,7 @@ class Admission:
         for gpu_type, where in state.gpus_of_type:
             self.capacity[gpu_type.name] = float(len(where))
         self._held = {name: SortedList() for name in self.tenancy.queues}
+        self._held_items = {}
         self._held_seen = 0
         self._reserved = {}
         self._reserved_total = {}
@@ -249,7 +262,7 @@ class Admission:
 
     def _reserve(self, job: QueuedJob, guaranteed: bool = False) -> None:
         q = self.queue_name(job.spec.queue)
-        need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+        need = spec_need(job.spec)
         keys = self._keys(job)
         acc = self.accounts[q]
         for key in keys:
@@ -272,37 +285,24 @@ class Admission:
 
     # ---- held jobs ------------------------------------------------------------------------------------
     def _collect_held(self, state: SchedulerState) -> None:
-        fresh = []
-        for job in reversed(state.held.values()):
-            if job.entered <= self._held_seen:
-                break
-            fresh.append(job)
+        fresh = state.entries_since(self._held_seen, held=True)
         self._held_seen = state.entries
         for job in fresh:
             q = self.queue_name(job.spec.queue)
             prio = self.tenancy.priority_of(job.spec.priority).value
-            need = job_need(job.spec.num_gpus, gpu_share(job.spec))
-            self._held[q].add((-prio, self._order_key(job), job.entered, job.spec.job_id, need))
+            need = spec_need(job.spec)
+            order = () if self.order_key is None else tuple(self.order_key(job))
+            item = self._held_items[job.spec.job_id] = (-prio, order, job.entered, job.spec.job_id, need)
+            self._held[q].add(item)
             self._held_need(self.accounts[q], need, +1)
 
     @staticmethod
     def _held_need(acc: QueueAccount, need: float, sign: int) -> None:
         acc.held_need += sign * need
-        if need <= acc.guarantee + EPS:
-            acc.held_guaranteeable += sign * need
         if sign > 0:
             acc.held_needs.add(need)
         else:
             acc.held_needs.remove(need)
-
-    def _order_key(self, job: QueuedJob) -> tuple[float, ...]:
-        """The policy's own key of a held job within its class (its queue order's, e.g. SJF or LAS), or ()."""
-        if self.order_key is None:
-            return ()
-        key = self._keys_of.get(job.spec.job_id)
-        if key is None or key[0] != job.entered:
-            key = self._keys_of[job.spec.job_id] = (job.entered, tuple(self.order_key(job)))
-        return key[1]
 
     def _held_jobs(self, state: SchedulerState, q: str) -> Iterator[QueuedJob]:
         """Held jobs of queue ``q`` in admission order, read in chunks so admissions and preemptions may change the
@@ -321,6 +321,8 @@ class Admission:
                     if item in held:
                         held.remove(item)
                         self._held_need(self.accounts[q], item[4], -1)
+                        if self._held_items.get(item[3]) is item:
+                            del self._held_items[item[3]]
                     continue
                 yield job
 
@@ -358,7 +360,7 @@ class Admission:
             if left <= EPS or not acc.held_needs or acc.held_needs[0] > left + EPS:
                 continue
             for i, job in enumerate(self._held_jobs(state, name)):
-                need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+                need = spec_need(job.spec)
                 if need <= left + EPS:
                     acc.fill += need
                     left -= need
@@ -440,11 +442,8 @@ class Admission:
 
     def _free_slots(self, state: SchedulerState) -> dict[str, float]:
         if self._slots_version != state.load_version:
-            residents = state.load.n_residents
-            free = {ANY_TYPE: float(self.slots_per_gpu * len(residents) - int(residents.sum()))}
-            for gpu_type, where in state.gpus_of_type:
-                free[gpu_type.name] = float(self.slots_per_gpu * len(where) - int(residents[where].sum()))
-            self._slots, self._slots_version = free, state.load_version
+            self._slots = by_type(state, self.slots_per_gpu - state.load.n_residents)
+            self._slots_version = state.load_version
         return self._slots
 
     def _admit(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> None:
@@ -470,7 +469,7 @@ class Admission:
                 for job in self._held_jobs(state, name):
                     if misses >= SCAN:
                         break
-                    if job_need(job.spec.num_gpus, gpu_share(job.spec)) > avail + EPS:
+                    if spec_need(job.spec) > avail + EPS:
                         misses += 1
                     elif self._try(state, now, job, acc, phase, preempt):
                         avail = self._available(state, acc, phase, one_class)
@@ -487,7 +486,7 @@ class Admission:
         head = next(self._held_jobs(state, acc.queue.name), None)
         if head is None:
             return False
-        need = job_need(head.spec.num_gpus, gpu_share(head.spec))
+        need = spec_need(head.spec)
         fits_limit = any(acc.committed(k) + need <= acc.queue.limit(k) + EPS for k in acc.queue.guaranteed)
         return fits_limit and not self._room(state, self._keys(head), need)
 
@@ -497,7 +496,7 @@ class Admission:
         co-locates) as many as could join its own GPUs."""
         queue = acc.queue
         for job in list(self._held_jobs(state, queue.name)):
-            need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+            need = spec_need(job.spec)
             for flavor in self._flavors(job, queue):
                 qkey = ANY_TYPE if flavor is None else flavor
                 limit = queue.limit(qkey)
@@ -532,7 +531,7 @@ class Admission:
         """A job the policy itself preempted stays visible to it (e.g. to start it elsewhere in the same step)."""
         job = state.held[job_id]
         acc = self.accounts[self.queue_name(job.spec.queue)]
-        need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+        need = spec_need(job.spec)
         self._collect_held(state)
         self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
 
@@ -572,7 +571,7 @@ class Admission:
 
     def _try(self, state: SchedulerState, now: float, job: QueuedJob, acc: QueueAccount, phase: str,
              preempt: Callable[[str], None]) -> bool:
-        need = job_need(job.spec.num_gpus, gpu_share(job.spec))
+        need = spec_need(job.spec)
         queue = acc.queue
         prio = self.tenancy.priority_of(job.spec.priority).value
         for flavor in self._flavors(job, queue):
@@ -603,8 +602,7 @@ class Admission:
     def _enter(self, state: SchedulerState, job: QueuedJob, flavor: str | None, need: float, *,
                guaranteed: bool) -> None:
         q = self.queue_name(job.spec.queue)
-        prio = self.tenancy.priority_of(job.spec.priority).value
-        self._held[q].discard((-prio, self._order_key(job), job.entered, job.spec.job_id, need))
+        self._held[q].discard(self._held_items.pop(job.spec.job_id))
         if flavor is not None and job.spec.gpu_type_request != flavor:
             job.spec = replace(job.spec, gpu_type_request=flavor)
         self._reserve(state.admit(job.spec.job_id), guaranteed)
@@ -633,10 +631,7 @@ class Admission:
                 waiting[key] += borrowed.get(key, 0.0) + (borrowed.get(ANY_TYPE, 0.0) if key != ANY_TYPE else 0.0)
         if not waiting:
             return {}, owners
-        residents = state.load.n_residents
-        idle = {ANY_TYPE: int((residents == 0).sum())}
-        for gpu_type, where in state.gpus_of_type:
-            idle[gpu_type.name] = int((residents[where] == 0).sum())
+        idle = by_type(state, state.load.n_residents == 0)
         short = {key: need - idle.get(key, 0) for key, need in waiting.items() if need - idle.get(key, 0) > EPS}
         return short, owners
 
@@ -648,7 +643,6 @@ class Admission:
             state.hold(job_id)
         if revoked:
             self._refresh(state)
-            self.revoked += len(revoked)
         return len(revoked)
 
     def reclaim_for_guarantees(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:

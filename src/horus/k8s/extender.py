@@ -24,7 +24,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from horus.core.tenancy import job_need
+from horus.core.tenancy import spec_need
 from horus.errors import HorusInputError
 from horus.jobs import JobSpec
 from horus.k8s.api import KubeAPI, KubeAPIError
@@ -34,7 +34,6 @@ from horus.k8s.protocol import BindingArgs, ExtenderArgs, binding_result, filter
 from horus.k8s.queues import Tenant
 from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, pod_job_spec
 from horus.reasons import GANG_TOO_LARGE
-from horus.state import gpu_share
 
 log = logging.getLogger("horus.k8s")
 
@@ -115,7 +114,7 @@ class Extender:
         """Nodes of ``names`` the pod's queue may not take it on, with the reason (under the store's lock)."""
         store = self.store
         gate = store.queues
-        return gate.refusals(store.model, tenant, job_need(spec.num_gpus, gpu_share(spec)), names,
+        return gate.refusals(store.model, tenant, spec_need(spec), names,
                              gate.pending(store.pods, store.stamp))
 
     # ---- filter / prioritize --------------------------------------------------------------------------
