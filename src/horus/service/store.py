@@ -651,13 +651,7 @@ class Store:
     def delete_queue(self, name: str, default: str) -> int | None:
         """Delete queue ``name`` unless queued or running jobs are of it (jobs naming no queue are of the
         ``default`` queue). None: no such queue; else how many jobs keep it (0: deleted)."""
-        with self.transaction() as db:
-            if db.execute("SELECT 1 FROM queues WHERE name = ?", (name,)).fetchone() is None:
-                return None
-            busy = self._active(db, "queue", name, name == default)
-            if not busy:
-                db.execute("DELETE FROM queues WHERE name = ?", (name,))
-            return busy
+        return self._delete_unused("queues", "queue", name, default)
 
     def put_priority_class(self, name: str, value: int, preemptible: bool, now: float) -> bool:
         """Create or replace priority class ``name``; True if created."""
@@ -676,13 +670,7 @@ class Store:
     def delete_priority_class(self, name: str, default: str) -> int | None:
         """Delete priority class ``name`` unless queued or running jobs name it (or name none and ``name`` is the
         ``default`` class). None: no such stored class; else how many jobs keep it (0: deleted)."""
-        with self.transaction() as db:
-            if db.execute("SELECT 1 FROM priority_classes WHERE name = ?", (name,)).fetchone() is None:
-                return None
-            busy = self._active(db, "priority", name, name == default)
-            if not busy:
-                db.execute("DELETE FROM priority_classes WHERE name = ?", (name,))
-            return busy
+        return self._delete_unused("priority_classes", "priority", name, default)
 
     def seed_tenancy(self, queues: Sequence[dict[str, Any]], classes: Sequence[dict[str, Any]],
                      settings: dict[str, Any], now: float) -> bool:
@@ -697,6 +685,17 @@ class Store:
                 self._put_class(db, c["name"], c["value"], c["preemptible"], now)
             db.execute("INSERT INTO meta VALUES ('tenancy', ?)", (json.dumps({**settings, "seeded": now}),))
         return True
+
+    def _delete_unused(self, table: str, column: str, name: str, default: str) -> int | None:
+        """Delete row ``name`` of ``table`` (queues or priority classes) unless queued or running jobs use it by
+        ``column``, in one transaction. None: no such row; else how many jobs keep it (0: deleted)."""
+        with self.transaction() as db:
+            if db.execute(f"SELECT 1 FROM {table} WHERE name = ?", (name,)).fetchone() is None:
+                return None
+            busy = self._active(db, column, name, name == default)
+            if not busy:
+                db.execute(f"DELETE FROM {table} WHERE name = ?", (name,))
+            return busy
 
     @staticmethod
     def _active(db: sqlite3.Connection, column: str, name: str, is_default: bool) -> int:
