@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
+from horus.cluster import Cluster
 from horus.core.tenancy import Admission
 from horus.errors import HorusInputError
 from horus.gpu_types import accepted_gpu_types
@@ -55,6 +56,12 @@ def create_policy(name: str, options: Mapping[str, object] | None = None, *, has
     if policy.is_oracle and not has_truth:
         raise OracleNeedsTruthError(name)
     return policy
+
+
+def eligible_gpus(cluster: Cluster, request: str | None) -> int:
+    """How many GPUs of ``cluster`` a job with this GPU-type request may use (a larger gang can never run there)."""
+    accepted = accepted_gpu_types(request)
+    return sum(1 for g in cluster.gpus if accepted is None or g.gpu_type.name in accepted)
 
 
 class Executor(Protocol):
@@ -108,9 +115,7 @@ class SchedulerCore:
         """How many GPUs of the cluster a job with this GPU-type request may use (cached per request)."""
         count = self._eligible.get(request)
         if count is None:
-            accepted = accepted_gpu_types(request)
-            count = sum(1 for g in self.state.cluster.gpus if accepted is None or g.gpu_type.name in accepted)
-            self._eligible[request] = count
+            count = self._eligible[request] = eligible_gpus(self.state.cluster, request)
         return count
 
     def admits(self, spec: JobSpec) -> bool:

@@ -38,22 +38,22 @@ def gpu_time_by_queue(jobs: Sequence[JobSpec], truth: TruthModel, reference: GPU
                       cluster: Cluster | None = None) -> dict[str | None, float]:
     """GPU-seconds each queue's jobs ask for: GPUs x share of a GPU x run time alone on ``reference``; with a
     ``cluster``, jobs larger than its GPUs of the types they accept (the engine rejects them) are left out."""
-    from horus.gpu_types import accepted_gpu_types
+    from horus.core.scheduler import eligible_gpus
+    from horus.core.tenancy import spec_need
 
-    per_type: dict[str, int] = {}
-    for node in cluster.nodes if cluster is not None else ():
-        per_type[node.gpu_type.name] = per_type.get(node.gpu_type.name, 0) + node.num_gpus
+    eligible: dict[str | None, int] = {}
     iter_time: dict[str, float] = {}
     out: dict[str | None, float] = {}
     for spec in jobs:
         if cluster is not None:
-            accepted = accepted_gpu_types(spec.gpu_type_request)
-            if spec.num_gpus > sum(n for t, n in per_type.items() if accepted is None or t in accepted):
+            request = spec.gpu_type_request
+            if request not in eligible:
+                eligible[request] = eligible_gpus(cluster, request)
+            if spec.num_gpus > eligible[request]:
                 continue
         if spec.job_type not in iter_time:
             iter_time[spec.job_type] = truth.solo(spec.job_type, reference).iter_time_s
-        share = min(1.0, spec.gpu_fraction) if spec.gpu_fraction is not None else 1.0
-        out[spec.queue] = out.get(spec.queue, 0.0) + spec.num_gpus * share * spec.iterations * iter_time[spec.job_type]
+        out[spec.queue] = out.get(spec.queue, 0.0) + spec_need(spec) * spec.iterations * iter_time[spec.job_type]
     return out
 
 
