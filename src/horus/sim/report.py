@@ -146,7 +146,7 @@ def queue_section(results: Mapping[str, Any]) -> str:
               keys: Sequence[str]) -> str:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in keys) + "".join(
             f"<th>{html.escape(h)}</th>" for _, h, _, _ in columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(k)}</td>" for k in label)
+        body = "".join("<tr>" + "".join(f"<td style='white-space:nowrap'>{html.escape(k)}</td>" for k in label)
                        + "".join(f"<td>{_cell(values.get(c), s, f)}</td>" for c, _, s, f in columns) + "</tr>"
                        for label, values in rows)
         return f"<div class='table-wrap'><table><tr>{head}</tr>{body}</table></div>"
