@@ -43,7 +43,7 @@ def test_bad_job_type_is_one_line_error(gavel_path, tmp_path, capsys) -> None:
     assert main(["interference", "train", "--gavel", str(gavel_path), "--model", "lowrank-mc", "--folds", "0",
                  "--out", str(out)]) == 0
     assert main(["interference", "predict", "--model-dir", str(out), "resnet50"]) == 2
-    assert "expected '<model>/b<batch>'" in capsys.readouterr().err
+    assert "expected '<model>/b<batch>" in capsys.readouterr().err
 
 
 def test_missing_model_dir_is_one_line_error(tmp_path, capsys) -> None:

@@ -23,11 +23,11 @@ from pathlib import Path
 from horus.catalog import model_info
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
+from horus.jobs import parse_job_type
 from horus.sources.gavel import GavelThroughputs, load_gavel
 from horus.truth.base import TRUTH_MODELS, SoloTruth, TruthModel
 from horus.truth.fit import FitResult, fit_slowdown_model, normalized_throughputs
 from horus.truth.memory import training_memory_mib
-from horus.truth.parametric import parse_job_type
 from horus.truth.setcap import PairSumCap
 
 GAVEL_GPU_KEYS: dict[str, str] = {"V100": "v100", "P100": "p100", "K80": "k80"}

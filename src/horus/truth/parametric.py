@@ -26,7 +26,6 @@ was fitted on. Its held-out error and pair-sum calibration are recorded in that 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -34,8 +33,7 @@ import numpy as np
 
 from horus.catalog import ModelInfo, model_info
 from horus.cluster import GPUType
-from horus.errors import HorusInputError
-from horus.jobs import job_type_key
+from horus.jobs import job_type_key, parse_job_type
 from horus.truth.base import TRUTH_MODELS, SoloTruth, TruthModel
 from horus.truth.fit import SlowdownParams, load_slowdown_params, normalized_throughputs
 from horus.truth.memory import training_memory_mib
@@ -65,17 +63,6 @@ DEFAULT_JOB_TYPES: tuple[str, ...] = (
     *(job_type_key("bert_base", b) for b in (8, 16, 32)),
     *(job_type_key("gpt2", b) for b in (2, 4, 8)),
 )
-
-_KEY = re.compile(r"^(?P<model>[^/]+)/b(?P<batch>[1-9][0-9]*)$")
-
-
-def parse_job_type(job_type: str) -> tuple[str, int]:
-    """``'resnet50/b64'`` -> ``('resnet50', 64)``."""
-    match = _KEY.match(job_type)
-    if match is None:
-        raise HorusInputError("job_type", f"expected '<model>/b<batch>', got {job_type!r}")
-    return match["model"], int(match["batch"])
-
 
 def _type_rng(seed: int, job_type: str) -> np.random.Generator:
     digest = hashlib.sha256(f"horus-parametric/{seed}/{job_type}".encode()).digest()
