@@ -201,16 +201,19 @@ class PhysicalPredictor(Predictor):
     def __init__(self, params: PhysicalParams | None = None, optimizer: str = "adam", amp: bool = False) -> None:
         _check_optimizer(optimizer)
         self.params = params if params is not None else shipped_params()
-        self.optimizer = optimizer
-        self.amp = amp
-        self._cache: dict[tuple[str, int, str], Prediction] = {}
+        self.optimizer = optimizer  # for jobs that state none
+        self.amp = amp  # for jobs that state no precision
+        self._cache: dict[tuple[str, str], Prediction] = {}
 
     def predict(self, job: JobSpec, gpu_type: GPUType) -> Prediction:
-        key = (job.model, job.batch_size, gpu_type.name)
+        """The job's own input size, precision and optimizer where it states them, else the defaults."""
+        key = (job.job_type, gpu_type.name)
         hit = self._cache.get(key)
         if hit is None:
             spec = gpu_spec(gpu_type.name)
-            est = estimate(catalog_workload(job.model), job.batch_size, spec, self.params, self.optimizer, self.amp)
+            amp = self.amp if job.precision is None else job.precision in ("amp-fp16", "bf16")
+            est = estimate(catalog_workload(job.model, job.input_size), job.batch_size, spec, self.params,
+                           job.optimizer or self.optimizer, amp)
             hit = self._cache[key] = Prediction(util=est.util, mem_mib=est.mem_mib, iter_time_s=est.iter_time_s)
         return hit
 

@@ -79,9 +79,29 @@ def _op_rows() -> dict[str, list[dict[str, str]]]:
     return dict(rows)
 
 
+def catalog_workload(model: str, input_size: int | None = None) -> Workload:
+    """The workload of a catalog model at ``input_size`` (None: the catalog's own size); HorusInputError when the
+    model or its operator rows are missing.
+
+    At another input size every per-sample FLOP, byte and saved activation scales with the input's elements
+    (pixels for image families, sequence length otherwise) -- exact for convolutions and per-token layers, an
+    over-estimate for fixed-size heads.
+    """
+    w = _catalog_workload(model)
+    info = load_catalog()[model]
+    if input_size is None or input_size == info.input_size:
+        return w
+    ratio = input_elements(info.family, input_size) / input_elements(info.family, info.input_size)
+    flops, byts = w.flops.copy(), w.bytes.copy()
+    flops[:, 1] *= ratio
+    byts[:, 1] *= ratio
+    return replace(w, flops=flops, bytes=byts, activation_bytes_per_sample=w.activation_bytes_per_sample * ratio,
+                   train_flops_per_sample=w.train_flops_per_sample * ratio,
+                   input_elements=input_elements(info.family, input_size))
+
+
 @lru_cache(maxsize=None)
-def catalog_workload(model: str) -> Workload:
-    """The workload of a catalog model; HorusInputError when the model or its operator rows are missing."""
+def _catalog_workload(model: str) -> Workload:
     catalog = load_catalog()
     if model not in catalog:
         raise HorusInputError("model", f"unknown model {model!r}; known: {', '.join(sorted(catalog))}")
