@@ -4,6 +4,7 @@ the official client, per-node serialisation of concurrent binds, restart rebuild
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,17 +25,17 @@ from k8s_helpers import StubAPIServer, cpu_node, gpu_node, gpu_pod, serve
 UUIDS = ["GPU-0000-a", "GPU-0000-b"]
 
 
-def make_extender(stub: StubAPIServer, policy: str = "horus-paper") -> Extender:
-    extender = Extender(ClusterStore(PodPredictor(AnalyticPredictor())), Decider(policy), KubeAPI.at(stub.url))
+def make_extender(stub: StubAPIServer, policy: str = "horus-paper", **kw: Any) -> Extender:
+    extender = Extender(ClusterStore(PodPredictor(AnalyticPredictor())), Decider(policy), KubeAPI.at(stub.url), **kw)
     Resync(extender, 60).sync_once()
     return extender
 
 
 @contextmanager
 def running(nodes: list[dict[str, Any]], pods: list[dict[str, Any]], *, delay_s: float = 0.0,
-            policy: str = "horus-paper") -> Iterator[tuple[str, StubAPIServer, Extender]]:
+            policy: str = "horus-paper", **kw: Any) -> Iterator[tuple[str, StubAPIServer, Extender]]:
     with StubAPIServer(nodes, pods, delay_s=delay_s) as stub:
-        extender = make_extender(stub, policy)
+        extender = make_extender(stub, policy, **kw)
         with serve(create_app(extender)) as url:
             yield url, stub, extender
 
@@ -88,6 +89,30 @@ def test_bind_patches_the_decision_then_posts_the_binding() -> None:
         # the bound pod is counted at once (before any re-listing)
         load = httpx.get(url + "/state").json()["load"]["n1"]
         assert load["residents"][chosen[0]] == 1 and load["pred_mem_mib"][chosen[0]] == 6000
+
+
+@pytest.mark.parametrize("margin", [0.25, 0.5, None])
+def test_bind_holds_an_undeclared_pod_to_its_predicted_memory(margin: float | None) -> None:
+    """A pod naming a model but no nvidia.com/gpumem gets predicted peak x (1 + margin) as HAMi's limit; an opaque
+    pod, or any pod with the limit switched off, gets the whole card; a declared gpumem always wins."""
+    nodes = [gpu_node("n1", 4, uuids=UUIDS + ["GPU-0000-c", "GPU-0000-d"])]
+    pods = [gpu_pod("m", model="resnet50", batch=32), gpu_pod("o", model=None), gpu_pod("d", gpumem=5000)]
+    with running(nodes, pods, memory_margin=margin) as (url, stub, extender):
+        card = extender.store.model.nodes["n1"].gpu_type.memory_mib
+        predicted = extender.store.model.state.predict(_spec(pods[0]), extender.store.model.nodes["n1"].gpu_type)
+        limits = {}
+        for pod in pods:
+            assert httpx.post(url + "/bind", json=bind_args(pod, "n1")).json() == {"Error": ""}
+            ann = [c for c in stub.calls if c["method"] == "PATCH"][-1]["body"]["metadata"]["annotations"]
+            mib = int(ann["hami.io/vgpu-devices-to-allocate"].split(",")[2])
+            assert ann["horus.io/gpumem-limit"] == str(mib)
+            limits[pod["metadata"]["name"]] = (mib, ann["horus.io/gpumem-source"])
+        if margin is None:
+            assert limits["m"] == (card, "card")
+        else:
+            assert predicted.mem_mib < limits["m"][0] < card
+            assert limits["m"] == (math.ceil(predicted.mem_mib * (1 + margin)), "predicted")
+        assert limits["o"] == (card, "card") and limits["d"] == (5000, "declared")
 
 
 def _spec(pod: dict[str, Any]) -> Any:

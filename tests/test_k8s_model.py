@@ -97,7 +97,8 @@ def test_hami_annotation_per_container_and_round_trip() -> None:
     only_hami = gpu_pod("h", node="n1", annotations={"hami.io/vgpu-devices-to-allocate": hami})
     assert decided_gpus(only_hami, uuids, 4) == [3, 0, 2]  # pods placed by HAMi's scheduler are counted too
     no_uuids = decision_annotations(spec, "n1", [1], None, 16384, 0.0)
-    assert no_uuids == {"horus.io/gpu-ids": "1", "horus.io/gpu-indices": "1"}
+    assert no_uuids == {"horus.io/gpu-ids": "1", "horus.io/gpu-indices": "1", "horus.io/gpumem-limit": "3000",
+                        "horus.io/gpumem-source": "declared"}
     for bad in ("7", "0,0", "x", ""):
         assert decided_gpus(gpu_pod("z", node="n1", annotations={"horus.io/gpu-ids": bad}), None, 4) is None
 

@@ -81,7 +81,7 @@ def job_type_key(model: str, batch_size: int, input_size: int | None = None, pre
     return key
 
 
-_KEY = re.compile(r"^(?P<model>[^/]+)/b(?P<batch>[1-9][0-9]*)(?:/s(?P<size>[1-9][0-9]*))?"
+_KEY = re.compile(r"^(?P<model>[^/]+)/b(?P<batch>[0-9]+)(?:/s(?P<size>[1-9][0-9]*))?"
                   rf"(?:/(?P<precision>{'|'.join(PRECISIONS)}))?(?:/(?P<optimizer>{'|'.join(OPTIMIZERS)}))?$")
 
 

@@ -24,6 +24,7 @@ SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get on SIGTERM before open co
 PORT = Domain(0, 65535, True)  # 0: any free port
 RESYNC_S = Domain(0.1, 3600, False, "s")
 STALE_AFTER_S = Domain(1, 86400, False, "s")
+MEMORY_MARGIN = Domain(0, 10, False, "x predicted")
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 MAX_POLICY_ARGS_CHARS = 64 * 1024
 MAX_PREFIX_CHARS = 256
@@ -49,7 +50,7 @@ def register(subparsers: Any) -> None:
                    help="registered policy deciding placements (default horus-paper: one pod at a time; the adaptive "
                         "horus also unpacks and migrates, which needs a pod-preempting controller not built yet)")
     p.add_argument("--policy-args", default="{}", help="JSON object of keyword arguments for the policy")
-    p.add_argument("--predictor", default="analytic", help="registered predictor (default analytic)")
+    p.add_argument("--predictor", default="physical", help="registered predictor (default physical, as horus serve and simulate)")
     p.add_argument("--kubeconfig", type=_path_text, help="kubeconfig file (default: in-cluster service account, else ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--api-server", type=url_arg("--api-server"),
@@ -62,6 +63,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--tenancy", type=path_arg,
                    help="YAML file with a 'tenancy:' section (queues, priority classes; docs/tenancy.md): filter and "
                         "bind then keep each queue within its quota (queue: label horus.io/queue, else the namespace)")
+    p.add_argument("--memory-margin", type=NumberArg(MEMORY_MARGIN), default=0.25,
+                   help="a pod declaring no nvidia.com/gpumem is held (through HAMi) to its predicted peak memory x "
+                        "(1 + this) per GPU (default 0.25); see --no-memory-limit")
+    p.add_argument("--no-memory-limit", action="store_true",
+                   help="give a pod declaring no nvidia.com/gpumem the whole card's memory, as before Horus predicted it")
     p.add_argument("--log-level", default="info", type=str.lower, choices=LOG_LEVELS)
     p.set_defaults(func=run)
 
@@ -162,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         raise HorusInputError("--kubeconfig", f"no Kubernetes API configuration: {exc}") from None
     store = ClusterStore(predictor, onnx=OnnxModels(api.get_configmap),
                          queues=QueueGate(tenancy) if tenancy is not None else None)
-    extender = Extender(store, decider, api)
+    extender = Extender(store, decider, api, memory_margin=None if args.no_memory_limit else args.memory_margin)
     resync = Resync(extender, args.resync_s)
     try:
         resync.sync_once()

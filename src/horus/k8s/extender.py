@@ -32,10 +32,11 @@ from horus.k8s.decide import Decider, PreemptionUnsupported
 from horus.k8s.model import ClusterModel
 from horus.k8s.protocol import BindingArgs, ExtenderArgs, binding_result, filter_result, host_priority_list
 from horus.k8s.queues import Tenant
-from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, pod_job_spec
+from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, memory_limit, pod_job_spec
 from horus.reasons import GANG_TOO_LARGE
 
 log = logging.getLogger("horus.k8s")
+DEFAULT_MEMORY_MARGIN = 0.25
 
 
 class _BindExecutor:
@@ -54,8 +55,12 @@ class _BindExecutor:
         info = self.model.nodes[node]
         assert info.gpu_type is not None and ext.api is not None
         local = self.model.local_gpus(node, gpus)
+        card = info.gpu_type.memory_mib
+        predicted = (self.model.state.predict(spec, info.gpu_type).mem_mib
+                     if ext.memory_margin is not None and spec.gpumem_mib is None else None)
         self.annotations = decision_annotations(spec, node, local, list(info.uuids) if info.uuids else None,
-                                                info.gpu_type.memory_mib, ext.clock())
+                                                card, ext.clock(),
+                                                memory_limit(spec, card, predicted, ext.memory_margin))
         uid = args.pod_uid or str(self.pod["metadata"].get("uid") or "")
         patched = ext.api.annotate_pod(args.pod_namespace, args.pod_name, self.annotations)
         ext.api.bind(args.pod_namespace, args.pod_name, uid, node)
@@ -73,8 +78,11 @@ class _BindExecutor:
 
 class Extender:
     def __init__(self, store: Any, decider: Decider, api: KubeAPI | None, *,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, memory_margin: float | None = DEFAULT_MEMORY_MARGIN) -> None:
+        """``memory_margin``: a pod declaring no ``nvidia.com/gpumem`` is held to its predicted peak memory x
+        (1 + margin) (``resources.memory_limit``); None: to the whole card."""
         self.store = store
+        self.memory_margin = memory_margin
         self.decider = decider
         self.api = api
         self.clock = clock

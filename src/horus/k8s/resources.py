@@ -12,6 +12,7 @@ its Horus priority class.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ BATCH_SIZE = "horus.io/batch-size"
 GPU_TYPE = "horus.io/gpu-type"
 GPU_IDS = "horus.io/gpu-ids"
 GPU_INDICES = "horus.io/gpu-indices"
+GPUMEM_LIMIT = "horus.io/gpumem-limit"  # MiB per GPU the pod is held to (HAMi enforces it)
+GPUMEM_SOURCE = "horus.io/gpumem-source"  # declared | predicted | card
 HAMI_TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
 HAMI_ALLOCATED = "hami.io/vgpu-devices-allocated"
 HAMI_NODE = "hami.io/vgpu-node"
@@ -200,13 +203,27 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
 
 
 # ---- the decision as annotations ------------------------------------------------------------------
+def memory_limit(spec: PodJobSpec, card_mib: int, predicted_mib: float | None, margin: float | None) -> tuple[int, str]:
+    """(MiB per GPU HAMi enforces, where it comes from): the pod's declared ``nvidia.com/gpumem``; else, with a
+    ``margin``, the predicted peak memory x (1 + margin) rounded up to a MiB (at most the card); else the card."""
+    if spec.gpumem_mib is not None:
+        return spec.gpumem_mib, "declared"
+    if margin is not None and predicted_mib is not None and spec.model != OPAQUE_MODEL:
+        limit = math.ceil(predicted_mib * (1.0 + margin))
+        if limit < card_mib:
+            return limit, "predicted"
+    return card_mib, "card"
+
+
 def decision_annotations(spec: PodJobSpec, node: str, local: list[int], uuids: list[str] | None,
-                         card_mib: int, now: float) -> dict[str, str]:
-    """Annotations recording that the pod runs on ``node``'s GPUs ``local`` (indices on the node)."""
+                         card_mib: int, now: float, limit: tuple[int, str] | None = None) -> dict[str, str]:
+    """Annotations recording that the pod runs on ``node``'s GPUs ``local`` (indices on the node); ``limit``
+    (``memory_limit``'s answer) is the memory HAMi is told to enforce (default: declared, else the card)."""
     ids = [uuids[i] for i in local] if uuids else [str(i) for i in local]
     out = {GPU_IDS: ",".join(ids), GPU_INDICES: ",".join(str(i) for i in local)}
+    mem, source = limit if limit is not None else memory_limit(spec, card_mib, None, None)
+    out.update({GPUMEM_LIMIT: str(mem), GPUMEM_SOURCE: source})
     if uuids:
-        mem = spec.gpumem_mib if spec.gpumem_mib is not None else card_mib
         core = spec.gpucores if spec.gpucores is not None else 0
         entries, pos = [], 0
         for count in spec.container_gpus:  # HAMi: "UUID,Type,MiB,cores:" per device, ";" after each container

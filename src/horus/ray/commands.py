@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--memory-truth", choices=("formula", "deviated"),
                    help="true peak memory: deviated (default; the formula off by a deviation per job type fitted on "
                         "measured trainings, docs/truth.md) or formula (the truth's own)")
-    p.add_argument("--predictor", default="analytic", help="predictor: analytic (default) or learned")
+    p.add_argument("--predictor", default="physical", help="registered predictor (default physical, as horus serve and simulate)")
     p.add_argument("--predictor-dir", type=path_arg, help="trained predictor directory (for --predictor learned)")
     p.add_argument("--sampler", default="by-size-duration", help="model-profile sampler for traces without models")
     p.add_argument("--max-jobs", type=NumberArg(opt.MAX_JOBS),
