@@ -104,11 +104,25 @@ def load_catalog() -> dict[str, ModelInfo]:
         return parse_catalog(list(csv.DictReader(fh)), "horus/data/model_catalog.csv")
 
 
-def register_model(info: ModelInfo) -> ModelInfo:
+_REGISTERED_OPS: dict[str, list[dict[str, object]]] = {}
+
+
+def register_model(info: ModelInfo, ops: list[dict[str, object]] | None = None) -> ModelInfo:
     """Add a model known only at run time (e.g. an ONNX graph a Kubernetes pod points at) to this process's
-    catalog, so every predictor can look it up by ``info.name``. Re-registering the same name replaces it."""
+    catalog, so every predictor can look it up by ``info.name``; ``ops``: its per-operator rows
+    (``horus.graph.opcost.OPS_COLUMNS`` without ``name``) for the physical predictor. Re-registering the same
+    name replaces both."""
     load_catalog()[info.name] = info
+    if ops is not None:
+        _REGISTERED_OPS[info.name] = ops
+    else:
+        _REGISTERED_OPS.pop(info.name, None)
     return info
+
+
+def registered_ops(name: str) -> list[dict[str, object]] | None:
+    """The per-operator rows a run-time model was registered with (None: none given)."""
+    return _REGISTERED_OPS.get(name)
 
 
 def model_info(name: str) -> ModelInfo:

@@ -60,8 +60,9 @@ def _node_macs(node: Any, shapes: dict[str, list[int]], init_shapes: dict[str, l
     return 0.0
 
 
-def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, input_size: int | None = None) -> dict[str, Any]:
-    """FEATURE_NAMES vector of an ONNX file, plus ``"estimated"``: the names not read from the graph."""
+def load_onnx(path: str | Path) -> tuple[Any, dict[str, list[int]], dict[str, list[int]]]:
+    """(shape-inferred graph, activation shapes, initializer shapes) of an ONNX file; HorusInputError naming the
+    file when it is not a model that takes data and has an operator Horus counts."""
     import onnx
     from onnx import shape_inference
 
@@ -83,7 +84,6 @@ def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, in
         raise HorusInputError(source, f"not a valid ONNX model ({type(exc).__name__}: {first[:200]})") from None
     graph = model.graph
     init_shapes = {t.name: list(t.dims) for t in graph.initializer}
-    params = sum(math.prod(t.dims) for t in graph.initializer if t.data_type in _FLOAT_TYPES)
     shapes: dict[str, list[int]] = {}
     for info in [*graph.input, *graph.value_info, *graph.output]:
         shape = _shape(info)
@@ -96,6 +96,21 @@ def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, in
         raise HorusInputError(source, f"the graph has no operator Horus counts ({len(graph.node)} nodes: "
                                       f"{', '.join(sorted({n.op_type for n in graph.node})) or 'none'}); expected a "
                                       "network with e.g. Conv, MatMul/Gemm or LSTM nodes")
+    return graph, shapes, init_shapes
+
+
+def graph_batch(graph: Any, shapes: dict[str, list[int]], init_shapes: dict[str, list[int]]) -> int:
+    """The export's batch: the first data input's leading dimension (1 when unknown)."""
+    first = next(i for i in graph.input if i.name not in init_shapes)
+    shape = shapes.get(first.name)
+    return max(int(shape[0]), 1) if shape else 1
+
+
+def extract_onnx_features(path: str | Path, *, batch_size: int | None = None, input_size: int | None = None) -> dict[str, Any]:
+    """FEATURE_NAMES vector of an ONNX file, plus ``"estimated"``: the names not read from the graph."""
+    graph, shapes, init_shapes = load_onnx(path)
+    params = sum(math.prod(t.dims) for t in graph.initializer if t.data_type in _FLOAT_TYPES)
+    graph_inputs = [i for i in graph.input if i.name not in init_shapes]
     first_shape = shapes.get(graph_inputs[0].name) if graph_inputs else None
     if batch_size is None:
         batch_size = first_shape[0] if first_shape else 1

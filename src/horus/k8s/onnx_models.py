@@ -18,7 +18,8 @@ from typing import Any
 
 from horus.catalog import load_catalog, register_model
 from horus.errors import HorusInputError
-from horus.graph.onnx_features import onnx_model_info, onnx_model_name
+from horus.graph.onnx_features import onnx_model_name
+from horus.graph.onnx_ops import onnx_model_analysis
 from horus.k8s.resources import ONNX_CONFIGMAP, PodError
 
 MAX_ONNX_BYTES = 1 << 20  # a ConfigMap holds at most 1 MiB
@@ -60,7 +61,7 @@ class OnnxModels:
         model = onnx_model_name(data)
         if model not in load_catalog():
             try:
-                register_model(onnx_model_info(data, model, f"configmap {namespace}/{ref}")[0])
+                register_model(*onnx_model_analysis(data, model, f"configmap {namespace}/{ref}"))
             except HorusInputError as exc:
                 raise PodError(f"{where}: {exc.message}") from None
         with self._lock:

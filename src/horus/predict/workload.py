@@ -17,7 +17,7 @@ from importlib import resources
 
 import numpy as np
 
-from horus.catalog import load_catalog
+from horus.catalog import load_catalog, registered_ops
 from horus.errors import HorusInputError
 
 # Op kinds of horus.graph.opcost (kept as strings here: this module must not import torch).
@@ -105,7 +105,7 @@ def _catalog_workload(model: str) -> Workload:
     catalog = load_catalog()
     if model not in catalog:
         raise HorusInputError("model", f"unknown model {model!r}; known: {', '.join(sorted(catalog))}")
-    rows = _op_rows().get(model)
+    rows = _op_rows().get(model) or registered_ops(model)
     if not rows:
         raise HorusInputError("horus/data/model_ops.csv", f"no operator rows for model {model!r}; "
                               "rebuild with python -m horus.graph.build_catalog")

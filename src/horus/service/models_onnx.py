@@ -103,8 +103,10 @@ def catalog_row_from_file(path: Path, name: str) -> dict[str, Any]:
     except ImportError:
         raise HorusInputError(SOURCE, "ONNX uploads need the graph extra: pip install 'horus-scheduler[graph]'") \
             from None
+    from horus.graph.onnx_ops import onnx_file_ops
+
     info, batch = onnx_file_info(path, name, SOURCE)
-    row = {**asdict(info), "batch_size": batch}
+    row = {**asdict(info), "batch_size": batch, "ops": onnx_file_ops(path)}
     if any(isinstance(v, float) and not math.isfinite(v) for v in row.values()):
         raise HorusInputError(SOURCE, "the graph's sizes overflow (a feature is not a finite number)")
     return row
@@ -137,9 +139,10 @@ async def analyse_upload(path: Path, name: str, timeout_s: float = ANALYSIS_TIME
 
 
 def register_catalog_row(name: str, row: dict[str, Any]) -> None:
-    """Add a stored upload to this process's catalog."""
-    fields = {k: v for k, v in row.items() if k not in ("batch_size", "name")}
-    register_model(ModelInfo(name=name, **fields))
+    """Add a stored upload to this process's catalog, with its training-step operator rows where the row has them
+    (uploads stored before they were derived are predicted by the ``analytic`` fallback)."""
+    fields = {k: v for k, v in row.items() if k not in ("batch_size", "name", "ops")}
+    register_model(ModelInfo(name=name, **fields), ops=row.get("ops"))
 
 
 def main(argv: list[str]) -> int:
