@@ -78,6 +78,9 @@ def test_job_environment_and_mps_limits(tmp_path: Path) -> None:
     assert env["CUDA_VISIBLE_DEVICES"] == "fake-n-1" and env["HORUS_START_ITERATION"] == "40"
     assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "24" and env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=1100M"
     assert env["A"] == "b" and env["HORUS_CWD"] == "/tmp" and Path(env["HORUS_CHECKPOINT_DIR"]).is_dir()
+    grown = agent.environment({"job_id": "3", "attempt": 3, "command": ["x"], "gpu_uuids": ["fake-n-1"],
+                               "predicted": {"util": 0.234, "mem_mib": 1000.0}, "mem_limit_mib": 1650})
+    assert grown["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=1650M" and grown["HORUS_MEM_LIMIT_MIB"] == "1650"
     assert "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" not in Agent("n", gpus, tmp_path / "w2", DirectLink(None)).environment(
         {"job_id": "3", "attempt": 2, "command": ["x"], "gpu_uuids": ["fake-n-1"], "predicted": {"util": 0.2}})
     kill_job_processes(tmp_path)

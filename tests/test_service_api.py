@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -193,14 +194,20 @@ def test_cancel_stops_the_process_group(api: httpx.Client, tmp_path: Path, serve
     assert api.post(f"/v1/jobs/{job['id']}/cancel").json()["state"] == "cancelled"  # idempotent
 
 
-def test_failures_and_out_of_memory(api: httpx.Client) -> None:
+def test_failures_and_out_of_memory(api: httpx.Client, tmp_path: Path) -> None:
     failing = submit(api, ["sh", "-c", "exit 3"], **LIGHT)
     done = wait_state(api, failing["id"], ("failed", "finished"))
     assert done["state"] == "failed" and done["exit_code"] == 3 and done["attempt"] == 1
-    oom = submit(api, [PY, "-c", "import sys; print('RuntimeError: CUDA out of memory. Tried to allocate 2 GiB');"
-                                   "sys.exit(1)"], **LIGHT)
+    limits = tmp_path / "limits.txt"
+    oom = submit(api, [PY, "-c", f"import os, sys; open({str(limits)!r}, 'a').write(os.environ['HORUS_MEM_LIMIT_MIB']"
+                                 " + '\\n'); print('RuntimeError: CUDA out of memory. Tried to allocate 2 GiB');"
+                                 "sys.exit(1)"], **LIGHT)
     done = wait_state(api, oom["id"], ("failed", "finished"), timeout_s=60)
     assert done["state"] == "failed" and done["oom_failures"] == 4 and done["attempt"] == 4
+    seen = [int(v) for v in limits.read_text().split()]  # the memory limit grows after each OOM of the job
+    card = api.get("/v1/cluster").json()["gpus"][0]["memory_mib"]
+    predicted = done["predicted"]["mem_mib"]
+    assert seen == [min(card, math.ceil(predicted * 1.1 * 1.5**i)) for i in range(4)] and seen[-1] > seen[0]
     assert "out of GPU memory" in done["reason"]
     kinds = [e["kind"] for e in done["events"]]
     assert kinds.count("requeued:oom") == 3 and kinds[-1] == "failed"

@@ -231,10 +231,13 @@ def job_environment(a: dict[str, Any], agent: str, checkpoint: Path, *, use_mps:
     })
     if a.get("cwd"):
         env["HORUS_CWD"] = str(a["cwd"])
+    if a.get("mem_limit_mib") is not None:  # a job may hold itself to it (torch.cuda.set_per_process_memory_fraction)
+        env["HORUS_MEM_LIMIT_MIB"] = str(int(a["mem_limit_mib"]))
     predicted = a.get("predicted") or {}
     if use_mps and predicted:
         share = min(100, max(1, math.ceil(100 * float(predicted.get("util", 1.0)))))
-        mem = math.ceil(1.1 * float(predicted.get("mem_mib", 0.0)))
+        limit = a.get("mem_limit_mib")  # the server's: predicted + margin, grown after each OOM of the job
+        mem = int(limit) if limit is not None else math.ceil(1.1 * float(predicted.get("mem_mib", 0.0)))
         env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(share)
         if mem > 0:
             env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = ",".join(f"{i}={mem}M" for i in range(len(a["gpu_uuids"])))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -48,6 +49,17 @@ log = logging.getLogger("horus.service")
 # predicted length, such as SJF, treat it as a long job).
 UNKNOWN_ITERATIONS = 1e6
 PROGRESS_SAVE_S = 5.0  # reported progress reaches the store at most this often per agent (and at every transition)
+MEMORY_MARGIN = 0.1  # an MPS-enforced job may hold its predicted peak memory + 10 %
+OOM_MARGIN_GROWTH = 1.5  # ... times this for every out-of-memory exit the job has had
+
+
+def memory_limit_mib(predicted_mib: float, oom_failures: int, card_mib: int) -> int:
+    """MiB per GPU a job is held to where the agent enforces memory (MPS): predicted x (1 + MEMORY_MARGIN), grown
+    OOM_MARGIN_GROWTH-fold for each out-of-memory exit of the job (its margin learned from its OOMs), at most the
+    card."""
+    return min(int(card_mib), math.ceil(predicted_mib * (1.0 + MEMORY_MARGIN) * OOM_MARGIN_GROWTH ** oom_failures))
+
+
 FENCE_MARGIN_S = 1.0  # beyond lease + fence_kill_s before a silent agent's attempts are run elsewhere
 
 
@@ -467,6 +479,8 @@ class LiveScheduler:
                 "start_iteration": live.start_iteration, "job_token": self.job_token(key, live.attempt),
                 "server_url": self.server_url,
                 "predicted": {"util": pred.util, "mem_mib": pred.mem_mib},
+                "mem_limit_mib": memory_limit_mib(pred.mem_mib, self.state.running[key].oom_failures,
+                                                  self.cluster.gpus[gpus[0]].gpu_type.memory_mib),
             })
         return out
 
