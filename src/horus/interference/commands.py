@@ -10,6 +10,8 @@ from horus.sim import options as opt
 from horus.validation import NumberArg, check_input_path, path_arg
 
 GAVEL_GPUS = ("v100", "p100", "k80")
+# Names of horus.interference.evaluation.PROTOCOLS (kept here so that building the parser imports no numpy).
+PROTOCOL_NAMES = ("random", "cold-start", "cross-gpu", "leave-one-gpu-out", "cold-start-cross-gpu")
 MAX_FOLDS = 100
 
 
@@ -108,8 +110,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if "random" in protocols:
         _check_folds(args.folds, data[args.gpu])
     features = default_features(args.solo_predictor)
-    if features.predictor_name is None and "summed-util" in names:
-        names.remove("summed-util")  # needs predicted solo utilization
+    if features.predictor_name is None:  # the summed-utilization rules need predicted solo utilization
+        names = [n for n in names if not n.startswith("summed-util")]
     factory = default_factory(features, args.seed)
     results = {name: _run_protocol(name, i, len(protocols), data, names, factory, args)
                for i, name in enumerate(protocols, 1)}
@@ -131,7 +133,8 @@ def _run_protocol(name: str, index: int, count: int, data: dict[str, list], mode
     from horus.interference.data import job_types_of
     from horus.interference.evaluation import PROTOCOLS
 
-    splits = {"random": args.folds, "cold-start": len(job_types_of(data[args.gpu])), "cross-gpu": len(data) - 1}
+    splits = {"random": args.folds, "cold-start": len(job_types_of(data[args.gpu])), "cross-gpu": len(data) - 1,
+              "leave-one-gpu-out": len(data)}
     total = splits.get(name, 0) * len(models)
     bar = tqdm(total=total, unit="fit", desc=f"[{index}/{count}] {name}", file=sys.stderr, disable=None)
     if bar.disable:  # not a terminal: one line per protocol instead of a bar
@@ -194,7 +197,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     train = sub.add_parser("train", help="train a model on Gavel pairs and save it")
     data_args(train)
-    train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util", "physical"))
+    train.add_argument("--model", default="iasp", choices=("iasp", "iapp", "lowrank-mc", "summed-util", "physical",
+                                                           "contention", "contention-zeroshot"))
     train.add_argument("--out", required=True, type=path_arg, help="output directory")
     train.add_argument("--folds", type=NumberArg(opt.TRAIN_FOLDS), default=5,
                        help=f"k-fold held-out check stored in the sidecar, 2 to {MAX_FOLDS} and at most the measured "
@@ -203,7 +207,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     evaluate = sub.add_parser("evaluate", help="compare models under held-out protocols")
     data_args(evaluate)
-    evaluate.add_argument("--protocol", default="all", choices=("random", "cold-start", "cross-gpu", "cold-start-cross-gpu", "all"))
+    evaluate.add_argument("--protocol", default="all", choices=(*PROTOCOL_NAMES, "all"))
     evaluate.add_argument("--models", default="", help="comma-separated model names (default: all compared)")
     evaluate.add_argument("--folds", type=NumberArg(opt.EVALUATE_FOLDS), default=5,
                           help=f"k of the random protocol, 2 to {MAX_FOLDS} and at most the measured co-located sets "

@@ -16,7 +16,8 @@ from scipy.stats import spearmanr
 from horus.interference.base import INTERFERENCE_MODELS, InterferenceModel
 from horus.interference.data import JobFeatures, Observation, experiment_key, job_types_of
 
-COMPARED_MODELS: tuple[str, ...] = ("physical", "iasp", "iapp", "summed-util", "lowrank-mc")
+COMPARED_MODELS: tuple[str, ...] = ("contention", "contention-zeroshot", "physical", "iasp", "iapp", "summed-util",
+                                    "summed-util-zeroshot", "lowrank-mc")
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,17 @@ def cross_gpu_protocol(data: dict[str, list[Observation]], models: Sequence[str]
     out = {}
     for gpu in sorted(g for g in data if g != train_gpu):
         out[f"{train_gpu}->{gpu}"] = evaluate_splits([Split(gpu, data[train_gpu], data[gpu])], models, factory)
+    return out
+
+
+@protocol("leave-one-gpu-out")
+def leave_one_gpu_out_protocol(data: dict[str, list[Observation]], models: Sequence[str], factory: ModelFactory,
+                               **_: object) -> dict[str, dict]:
+    """Train on every GPU type but one, test on that one (the GPU type is never seen in training)."""
+    out = {}
+    for gpu in sorted(data):
+        train = [o for other in sorted(data) if other != gpu for o in data[other]]
+        out[f"others->{gpu}"] = evaluate_splits([Split(gpu, train, data[gpu])], models, factory)
     return out
 
 

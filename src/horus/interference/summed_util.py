@@ -60,3 +60,13 @@ class SummedUtilization(InterferenceModel):
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "theta": self.theta, "gamma": self.gamma, "fitted": self.fitted}
+
+
+@INTERFERENCE_MODELS.register("summed-util-zeroshot")
+class ZeroShotSummedUtilization(SummedUtilization):
+    """The unfitted rule ``min(1, 1 / summed predicted utilization)`` (theta = gamma = 1): ``fit`` changes nothing."""
+
+    name = "summed-util-zeroshot"
+
+    def fit(self, observations: Sequence[Observation]) -> ZeroShotSummedUtilization:
+        return self
