@@ -77,7 +77,8 @@ def fit_candidate(name: str, target: str, train: Sequence[Measurement], seed: in
         params = physical if physical is not None else (
             calibrate(train, seed) if name == "physical" else PhysicalParams())
         attr = {"iter_time": "iter_time_s", "util": "util", "mem": "mem_mib"}[target]
-        return lambda m: getattr(estimate(m.workload, m.batch, gpu_spec(m.gpu), params, m.optimizer, m.amp), attr)
+        return lambda m: getattr(estimate(m.workload, m.batch, gpu_spec(m.gpu), params, m.optimizer,
+                                          precision=m.precision), attr)
     if name == "analytic":
         return lambda m: _analytic(m)[target]
     if name == "horus-formula":
