@@ -228,10 +228,10 @@ def evaluate(rows: Sequence[Measurement], protocols: Sequence[str] = PROTOCOLS,
 
 
 def format_scores(scores: Sequence[Score]) -> str:
-    header = (f"{'dataset':<10}{'target':<10}{'protocol':<11}{'candidate':<15}{'n':>6}{'error':>9}  "
+    header = (f"{'dataset':<10}{'target':<10}{'protocol':<12}{'candidate':<18}{'n':>6}{'error':>9}  "
               f"{'metric':<11}{'spearman':>8}")
     lines = [header, "-" * len(header)]
     for s in scores:
-        lines.append(f"{s.dataset:<10}{s.target:<10}{s.protocol:<11}{s.candidate:<15}{s.n:>6}{s.error:>9.2f}  "
+        lines.append(f"{s.dataset:<10}{s.target:<10}{s.protocol:<12}{s.candidate:<18}{s.n:>6}{s.error:>9.2f}  "
                      f"{ERROR_METRIC[s.target]:<11}{s.spearman:>8.3f}")
     return "\n".join(lines)
