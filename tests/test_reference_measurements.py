@@ -110,3 +110,44 @@ def test_shipped_constants_record_their_provenance() -> None:
     data = json.loads(resources.files("horus.data").joinpath("physical_params.json").read_text())
     assert data["provenance"]["calibrated"] is True and "horus predictor calibrate" in data["provenance"]["command"]
     assert set(data["per_gpu"]) >= {"V100", "T4"}
+
+
+def _stated_rows(truth: PhysicalParams) -> list[Measurement]:
+    """Synthetic catalog rows that state model, input size, precision and optimizer (two datasets)."""
+    from horus.catalog import load_catalog
+
+    rows = []
+    for ds, gpus in (("d1", ("V100", "T4")), ("d2", ("P100", "V100"))):
+        for gpu in gpus:
+            for model, prec, opt in (("resnet50", "amp-fp16", "momentum"), ("transformer", "tf32", "adam"),
+                                     ("ncf_ml1m", "tf32", "adam")):
+                w = catalog_workload(model)
+                for batch in (16, 64):
+                    e = estimate(w, batch, gpu_spec(gpu), truth, opt, precision=prec)
+                    rows.append(Measurement(ds, w, w.family, batch, gpu, opt, iter_time_s=e.iter_time_s,
+                                            precision=prec, model=model, input_size=load_catalog()[model].input_size))
+    return rows
+
+
+def test_cli_path_agrees_with_the_api_when_the_job_states_itself() -> None:
+    rows = _stated_rows(PhysicalParams())
+    scores = evaluate(rows, protocols=("dataset-out", "gpu-out"),
+                      candidates=("physical", "physical-cli", "physical-cli-bare"))
+    got = {(s.protocol, s.dataset, s.candidate): s.error for s in scores if s.target == "iter_time"}
+    assert ("dataset-out", "d1", "physical") in got and ("gpu-out", "all", "physical") in got
+    for protocol in ("dataset-out", "gpu-out"):
+        assert got[(protocol, "all", "physical-cli")] == pytest.approx(got[(protocol, "all", "physical")])
+        # a job that states nothing is predicted as tf32 + adam: the amp / momentum rows come out differently
+        assert got[(protocol, "all", "physical-cli-bare")] != pytest.approx(got[(protocol, "all", "physical")])
+
+
+def test_targets_without_training_rows_are_undefined_not_scored() -> None:
+    from horus.predict.evaluate import undefined
+
+    truth = PhysicalParams()
+    rows = _stated_rows(truth) + [m for m in _synthetic(truth) if m.mem_mib is not None]
+    rows = [replace(m, dataset="mlp") if m.mem_mib is not None else m for m in rows]
+    assert ("mlp", "mem") in undefined(rows, "dataset-out") and ("mlp", "util") in undefined(rows, "dataset-out")
+    scores = evaluate(rows, protocols=("dataset-out",), candidates=("physical", "physical-prior"))
+    mem = {s.candidate for s in scores if s.target == "mem"}
+    assert mem == {"physical-prior"}  # the fitted candidate has nothing to fit memory on when mlp is held out

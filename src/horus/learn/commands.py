@@ -94,8 +94,9 @@ def _datasets(arg: str | None) -> tuple[str, ...]:
 
 def run_reference_evaluate(args: argparse.Namespace) -> int:
     import sys
+    import time
 
-    from horus.predict.evaluate import CANDIDATES, evaluate, format_scores
+    from horus.predict.evaluate import CANDIDATES, PROTOCOLS, evaluate, format_scores, undefined
     from horus.predict.measurements import load_measurements, source_files
 
     candidates = CANDIDATES
@@ -107,12 +108,18 @@ def run_reference_evaluate(args: argparse.Namespace) -> int:
                                   f"expected names from {', '.join(CANDIDATES)}, got {args.candidates!r}")
     datasets = _datasets(args.datasets)
     _check_reference(args)
+    start = time.monotonic()
     rows = load_measurements(args.reference, datasets)
     scores = evaluate(rows, candidates=candidates, seed=args.seed,
                       progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    gaps = {p: undefined(rows, p) for p in PROTOCOLS}
     report = {"reference": str(args.reference), "files_sha256": source_files(args.reference, datasets),
               "command": "horus predictor evaluate --reference DIR --datasets " + ",".join(datasets),
-              "rows": len(rows), "seed": args.seed,
+              "rows": len(rows), "seed": args.seed, "protocols": list(PROTOCOLS),
+              "undefined": [{"protocol": p, "held_out": g, "target": t,
+                             "why": "no measurement of this target on the training side"}
+                            for p, cells in gaps.items() for g, t in cells],
+              "seconds": round(time.monotonic() - start, 1),
               "scores": [s.as_dict() for s in scores]}
     if args.out:
         with open(args.out, "w") as fh:
@@ -120,8 +127,13 @@ def run_reference_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{args.reference}: {len(rows)} measurements; held-out families (family-out) and GPU types (gpu-out)")
+        print(f"{args.reference}: {len(rows)} measurements; held out by GPU type (gpu-out, the headline), by "
+              f"dataset (dataset-out) and by model family (family-out)")
         print(format_scores(scores))
+        for p, cells in gaps.items():
+            for g, t in cells:
+                print(f"undefined: {p} {g} {t} (no other held-in measurement of {t}; fitted candidates not scored)")
+        print(f"({report['seconds']} s)")
     return 0
 
 

@@ -2,13 +2,23 @@
 
 Protocols (every candidate is re-fitted on the training side of each split, then scored on the held-out side):
 
+* ``gpu-out`` (the headline): each GPU type held out in turn; the physical predictor then uses the constants of
+  uncalibrated types (its architecture's calibrated types for the device-side constants, the geometric mean
+  over the training types for the rest), i.e. a GPU never seen in calibration.
+* ``dataset-out``: each dataset (gavel, zeus, pollux, gpumemnet) held out in turn: calibrated on the others.
 * ``family-out``: each model family (cnn, transformer, recurrent, recommendation, gan, rl; GPUMemNet MLPs by
   architecture: mlp-pyramid, mlp-uniform, mlp-bottleneck, mlp-gradual) held out in turn.
-* ``gpu-out``: each GPU type held out in turn; the physical predictor then uses the constants of uncalibrated
-  types (geometric mean over the training types), i.e. a GPU never seen in calibration.
 
-Candidates: ``physical`` (calibrated per split), ``physical-prior`` (the same model with its uncalibrated prior
-constants, no fitting), ``analytic`` (the previous default belief, fixed), ``mean`` (training mean; geometric
+A fitted candidate is not scored on a target its training side has no measurement of (GPUMemNet is the only
+source of memory and utilization, on one GPU type: held out by dataset or by GPU type those are undefined);
+``undefined`` lists such (protocol, held-out group, target) cells instead of a number.
+
+Candidates: ``physical`` (calibrated per split, on the measurement's own workload: the Python API),
+``physical-cli`` (the same constants through ``PhysicalPredictor.predict`` on the ``JobSpec`` that ``horus
+predict`` builds from the row's model, batch, input size, precision and optimizer: the CLI path),
+``physical-cli-bare`` (the same, for a job that states nothing: catalog input size, default precision tf32,
+default optimizer adam), ``physical-prior`` (the model with its uncalibrated prior constants, no fitting),
+``analytic`` (the previous default belief, fixed), ``mean`` (training mean; geometric
 for time and memory), ``log-flops`` (least squares of ln target, or utilization, on ln training FLOPs per
 iteration) and, for memory, ``horus-formula`` (``horus.truth.memory``: weights + gradients + optimizer state +
 saved activations + 750 MiB).
@@ -26,15 +36,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import spearmanr
 
+from horus.cluster import GPUType
 from horus.gpu_types import PRESETS, gpu_spec
 from horus.predict.calibrate import calibrate
 from horus.predict.measurements import Measurement
-from horus.predict.physical import PhysicalParams, estimate
+from horus.predict.physical import Estimate, PhysicalParams, PhysicalPredictor, estimate
 from horus.truth.memory import CUDA_CONTEXT_MIB
 
 TARGETS = ("iter_time", "util", "mem")
-PROTOCOLS = ("family-out", "gpu-out")
-CANDIDATES = ("physical", "physical-prior", "analytic", "mean", "log-flops", "horus-formula")
+PROTOCOLS = ("gpu-out", "dataset-out", "family-out")
+CANDIDATES = ("physical", "physical-cli", "physical-cli-bare", "physical-prior", "analytic", "mean", "log-flops",
+              "horus-formula")
+PHYSICAL = ("physical", "physical-cli", "physical-cli-bare")  # calibrated per split
+FIXED = ("physical-prior", "analytic", "horus-formula")  # not fitted: scored wherever they apply
 ERROR_METRIC = {"iter_time": "mape_pct", "util": "mae_points", "mem": "mape_pct"}
 _ATTR = {"iter_time": "iter_time_s", "util": "util", "mem": "mem_mib"}
 _LOG_TARGET = {"iter_time": True, "util": False, "mem": True}
@@ -69,15 +83,40 @@ def _horus_formula(m: Measurement, optimizer: str | None = None) -> float:
 Fitted = Callable[[Measurement], float]
 
 
+_MEMO: dict[tuple[int, int], tuple[Measurement, PhysicalParams, Estimate]] = {}
+
+
+def _estimate(m: Measurement, params: PhysicalParams) -> Estimate:
+    """``estimate`` of a measurement's own workload (the API path), memoised per (row, constants)."""
+    key = (id(m), id(params))
+    hit = _MEMO.get(key)
+    if hit is None or hit[0] is not m or hit[1] is not params:
+        if len(_MEMO) > 100000:
+            _MEMO.clear()
+        hit = _MEMO[key] = (m, params, estimate(m.workload, m.batch, gpu_spec(m.gpu), params, m.optimizer,
+                                                precision=m.precision))
+    return hit[2]
+
+
+def _gpu_type(name: str) -> GPUType:
+    """The GPU type ``horus predict --gpu NAME`` resolves (a preset, else the data-sheet spec's memory)."""
+    return PRESETS[name] if name in PRESETS else GPUType(name, int(gpu_spec(name).memory_gib * 1024), 1.0)
+
+
 def fit_candidate(name: str, target: str, train: Sequence[Measurement], seed: int = 0,
                   physical: PhysicalParams | None = None) -> Fitted | None:
     """A predictor of ``target`` fitted on ``train``; None when the candidate does not apply."""
     ys = [(m, target_of(m, target)) for m in train if target_of(m, target) is not None]
-    if name == "physical" or name == "physical-prior":
+    if name in (*PHYSICAL, "physical-prior"):
         params = physical if physical is not None else (
-            calibrate(train, seed) if name == "physical" else PhysicalParams())
-        attr = {"iter_time": "iter_time_s", "util": "util", "mem": "mem_mib"}[target]
-        return lambda m: getattr(estimate(m.workload, m.batch, gpu_spec(m.gpu), params, m.optimizer, m.amp), attr)
+            PhysicalParams() if name == "physical-prior" else calibrate(train, seed))
+        attr = _ATTR[target]
+        if name in ("physical-cli", "physical-cli-bare"):
+            predictor = PhysicalPredictor(params)
+            stated = name == "physical-cli"
+            return lambda m: (getattr(predictor.predict(m.job(stated), _gpu_type(m.gpu)), attr)
+                              if m.model is not None else math.nan)
+        return lambda m: getattr(_estimate(m, params), attr)
     if name == "analytic":
         return lambda m: _analytic(m)[target]
     if name == "horus-formula":
@@ -123,7 +162,20 @@ def error(target: str, y: np.ndarray, p: np.ndarray) -> float:
 
 
 def _groups(m: Measurement, protocol: str) -> str:
-    return m.family if protocol == "family-out" else m.gpu
+    return {"family-out": m.family, "gpu-out": m.gpu, "dataset-out": m.dataset}[protocol]
+
+
+def undefined(rows: Sequence[Measurement], protocol: str) -> list[tuple[str, str]]:
+    """(held-out group, target) of ``protocol`` where the held-out side has measurements of the target and the
+    training side has none: fitted candidates are not scored there."""
+    out = []
+    for group in sorted({_groups(m, protocol) for m in rows}):
+        for t in TARGETS:
+            test = any(_groups(m, protocol) == group and target_of(m, t) is not None for m in rows)
+            train = any(_groups(m, protocol) != group and target_of(m, t) is not None for m in rows)
+            if test and not train:
+                out.append((group, t))
+    return out
 
 
 def held_out_predictions(rows: Sequence[Measurement], protocol: str, candidates: Sequence[str], seed: int = 0,
@@ -135,12 +187,14 @@ def held_out_predictions(rows: Sequence[Measurement], protocol: str, candidates:
         train = [m for m in rows if _groups(m, protocol) != group]
         if progress:
             progress(f"{protocol}: {group} ({len(test)} held out)")
-        physical = calibrate(train, seed) if "physical" in candidates else None
+        physical = calibrate(train, seed) if any(c in PHYSICAL for c in candidates) else None
         for c in candidates:
             for t in TARGETS:
                 if not any(target_of(rows[i], t) is not None for i in test):
                     continue
-                f = fit_candidate(c, t, train, seed, physical if c == "physical" else None)
+                if c not in FIXED and not any(target_of(m, t) is not None for m in train):
+                    continue  # nothing to fit this target on: undefined, not a number from the priors
+                f = fit_candidate(c, t, train, seed, physical if c in PHYSICAL else None)
                 if f is None:
                     continue
                 for i in test:
@@ -174,10 +228,10 @@ def evaluate(rows: Sequence[Measurement], protocols: Sequence[str] = PROTOCOLS,
 
 
 def format_scores(scores: Sequence[Score]) -> str:
-    header = (f"{'dataset':<10}{'target':<10}{'protocol':<11}{'candidate':<15}{'n':>6}{'error':>9}  "
+    header = (f"{'dataset':<10}{'target':<10}{'protocol':<12}{'candidate':<18}{'n':>6}{'error':>9}  "
               f"{'metric':<11}{'spearman':>8}")
     lines = [header, "-" * len(header)]
     for s in scores:
-        lines.append(f"{s.dataset:<10}{s.target:<10}{s.protocol:<11}{s.candidate:<15}{s.n:>6}{s.error:>9.2f}  "
+        lines.append(f"{s.dataset:<10}{s.target:<10}{s.protocol:<12}{s.candidate:<18}{s.n:>6}{s.error:>9.2f}  "
                      f"{ERROR_METRIC[s.target]:<11}{s.spearman:>8.3f}")
     return "\n".join(lines)

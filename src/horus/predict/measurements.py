@@ -10,6 +10,14 @@ Read from a directory laid out like ``../shared/data`` (its README) through the 
 | ``pollux`` | T4 | single-GPU step time | resnet18_cifar, resnet50, ncf_ml1m, bert_base_squad |
 | ``gpumemnet`` | A100-40GB | peak memory, utilization | 6,000 generated MLPs (``mlp_workload``) |
 
+Every row states the job as a user would (``model``, ``input_size``, ``precision``, ``optimizer``) so that
+``horus predict`` can be asked the same question (``Measurement.job``). Precision: ``tf32`` -- the framework
+default of the time, identical to fp32 before Ampere -- for Gavel, Zeus and Pollux (Zeus's A40 runs used
+PyTorch's defaults: TF32 convolutions, and TF32 matmuls in PyTorch 1.7-1.11), ``amp-fp16`` for Pollux's
+ImageNet job (apex amp O1), ``fp32`` for GPUMemNet's MLPs (PyTorch >= 1.12 runs matmuls in FP32 by default).
+Input size: the catalog model's own (each catalog entry is the dataset's model: ``resnet18_cifar`` at 32 px,
+``bert_base_squad`` at 384 tokens, ...); GPUMemNet nets are not catalog models (``model`` None).
+
 Left out, with the reason: DeepSpeech2 (Zeus, Pollux) and YOLOv3 (Pollux) have no zoo model; Zeus's
 Sentiment140 BERT rows (sequence length not stated); GPUMemNet's ``horus_formula_not_working.xlsx`` (needs an
 xlsx reader the project does not depend on, and states no batch size).
@@ -21,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from horus.errors import HorusInputError
+from horus.jobs import JobSpec
 from horus.predict.workload import Workload, catalog_workload, mlp_workload
 
 # Gavel job-type model -> optimizer of Gavel's workload implementations (ResNets: SGD with momentum; the
@@ -49,11 +58,37 @@ class Measurement:
     iter_time_s: float | None = None
     util: float | None = None  # fraction
     mem_mib: float | None = None
-    amp: bool = False  # mixed precision (Pollux's ImageNet job: apex amp O1)
+    precision: str = "tf32"  # horus.jobs.PRECISIONS (Pollux's ImageNet job: amp-fp16, apex amp O1)
+    model: str | None = None  # catalog model name (None: not a catalog model, e.g. a GPUMemNet MLP)
+    input_size: int | None = None  # the input size the run used (catalog units)
+
+    @property
+    def amp(self) -> bool:
+        """Mixed precision (amp-fp16 or bf16)."""
+        return self.precision in ("amp-fp16", "bf16")
 
     @property
     def key(self) -> str:
         return f"{self.workload.name}/b{self.batch}"
+
+    def job(self, stated: bool = True) -> JobSpec:
+        """The job as ``horus predict`` builds it: with the run's input size, precision and optimizer
+        (``stated``), or stating nothing (catalog size, default precision, default optimizer)."""
+        if self.model is None:
+            raise HorusInputError(self.workload.name, "not a catalog model: no job a user could submit")
+        if not stated:
+            return JobSpec("ref", 0.0, 1, self.model, self.batch, 1.0)
+        return JobSpec("ref", 0.0, 1, self.model, self.batch, 1.0, input_size=self.input_size,
+                       precision=self.precision, optimizer=self.optimizer)
+
+
+def _catalog_row(dataset: str, model: str, batch: int, gpu: str, optimizer: str, precision: str = "tf32",
+                 **targets: float) -> Measurement:
+    from horus.catalog import load_catalog
+
+    w = catalog_workload(model)
+    return Measurement(dataset, w, w.family, batch, gpu, optimizer, precision=precision, model=model,
+                       input_size=load_catalog()[model].input_size, **targets)
 
 
 def gavel_measurements(path: Path) -> list[Measurement]:
@@ -67,8 +102,7 @@ def gavel_measurements(path: Path) -> list[Measurement]:
             if steps <= 0:
                 continue  # unmeasured isolated throughput
             model, batch = parse_job_type(job_type)
-            w = catalog_workload(model)
-            out.append(Measurement("gavel", w, w.family, batch, gpu, GAVEL_OPTIMIZER[model], iter_time_s=1.0 / steps))
+            out.append(_catalog_row("gavel", model, batch, gpu, GAVEL_OPTIMIZER[model], iter_time_s=1.0 / steps))
     return out
 
 
@@ -81,8 +115,7 @@ def zeus_measurements(root: Path) -> list[Measurement]:
             model = ZEUS_MODELS.get((r.dataset, r.network))
             if model is None:
                 continue
-            w = catalog_workload(model)
-            out.append(Measurement("zeus", w, w.family, r.batch_size, gpu, r.optimizer, iter_time_s=r.iter_time_s))
+            out.append(_catalog_row("zeus", model, r.batch_size, gpu, r.optimizer, iter_time_s=r.iter_time_s))
     return out
 
 
@@ -91,10 +124,9 @@ def pollux_measurements(root: Path) -> list[Measurement]:
 
     out = []
     for name, (model, optimizer, amp) in POLLUX_MODELS.items():
-        w = catalog_workload(model)
         for r in load_pollux(root, name):
-            out.append(Measurement("pollux", w, w.family, r.batch_size, GPU, optimizer, iter_time_s=r.iter_time_s,
-                                   amp=amp))
+            out.append(_catalog_row("pollux", model, r.batch_size, GPU, optimizer, "amp-fp16" if amp else "tf32",
+                                    iter_time_s=r.iter_time_s))
     return out
 
 
@@ -102,7 +134,8 @@ def gpumemnet_measurements(root: Path) -> list[Measurement]:
     from horus.sources.gpumemnet import GPU, load_gpumemnet
 
     return [Measurement("gpumemnet", mlp_workload(r.run_id, r.inputs, r.layers), f"mlp-{r.arch}", r.batch_size, GPU,
-                        GPUMEMNET_OPTIMIZER, util=r.util_pct / 100.0, mem_mib=r.max_mem_mib)
+                        GPUMEMNET_OPTIMIZER, util=r.util_pct / 100.0, mem_mib=r.max_mem_mib, precision="fp32",
+                        input_size=r.inputs)
             for r in load_gpumemnet(root)]
 
 
