@@ -27,7 +27,7 @@ from horus.predict.base import Prediction
 from horus.predict.corrected import CorrectedPredictor, Observation
 from horus.state import RunningJob, SchedulerState
 
-MIN_UTIL_SAMPLES = 2  # solo utilization samples before a job's utilization is observed
+MIN_UTIL_SAMPLES = 2  # solo utilization samples before a job's utilization is observed (the first may be partial)
 MIN_SOLO_S = 1.0  # seconds of solo progress before a job's iteration time is observed (progress samples)
 
 
@@ -65,8 +65,9 @@ class _Watch:
 class OnlineObserver:
     """Per running attempt, solo telemetry accumulated into observations (see the module docstring)."""
 
-    def __init__(self, predictor: CorrectedPredictor) -> None:
+    def __init__(self, predictor: CorrectedPredictor, min_util_samples: int = MIN_UTIL_SAMPLES) -> None:
         self.predictor = predictor
+        self.min_util_samples = min_util_samples
         self.corrections = predictor.corrections
         self.watches: dict[str, _Watch] = {}
 
@@ -143,7 +144,7 @@ class OnlineObserver:
         if watch is None:
             return []
         found: list[tuple[str, float, int]] = []
-        if watch.util_n >= MIN_UTIL_SAMPLES:
+        if watch.util_n >= max(1, self.min_util_samples):
             found.append(("util", watch.util_sum / watch.util_n, watch.util_n))
         if watch.mem_n:
             found.append(("mem_mib", watch.mem_peak, watch.mem_n))
