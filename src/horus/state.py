@@ -132,6 +132,18 @@ class SchedulerState:
             self._pred_cache[key] = pred
         return pred
 
+    def refresh_predictions(self) -> None:
+        """The predictor's belief changed (online correction): forget cached predictions and rebuild the per-GPU
+        load of the running jobs from fresh ones (a new load version: plans made on the old load are void)."""
+        self._pred_cache.clear()
+        for array in (self.load.pred_util, self.load.pred_mem_mib, self.load.n_residents, self.load.alloc_share):
+            array[:] = 0  # in place: the same load object, rebuilt
+        for run in self.running.values():
+            self.load.add(run.gpus, self.predict(run.spec, self.cluster.gpus[run.gpus[0]].gpu_type),
+                          gpu_share(run.spec))
+        self.load_version += 1
+        self.version += 1
+
     def tentative(self) -> GPULoad:
         """A private copy of the per-GPU load to plan several placements on."""
         return self.load.copy()

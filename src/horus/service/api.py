@@ -261,7 +261,8 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         row = own_job(who, job_id)
         view = job_view(row, prediction=scheduler.prediction(row), telemetry=scheduler.telemetry(row.job_id),
                         events=scheduler.store.events(job_id), waiting=scheduler.wait_reason(row.job_id),
-                        hide_env=who is OPEN_READER, tenant=scheduler.tenant_of(row))
+                        hide_env=who is OPEN_READER, tenant=scheduler.tenant_of(row),
+                        observation=scheduler.observation(row))
         view["history"] = scheduler.history(row.job_id)
         return view
 

@@ -337,7 +337,10 @@ def run_job(args: argparse.Namespace) -> int:
                 "iterations_done",
                 "observed_rate", "predicted", "placement", "command", "oom_failures", "preemptions", "exit_code",
                 "reason"):
-        if job.get(key) not in (None, [], {}):
+        if key == "predicted" and job.get(key):
+            for name, text in _prediction_rows(job):
+                table.add_row(name, text)
+        elif job.get(key) not in (None, [], {}):
             table.add_row(key, _fmt(job[key]))
     waiting = job.get("waiting")
     if waiting:
@@ -427,6 +430,40 @@ def _jobs_table(jobs: list[dict[str, Any]], counts: dict[str, int]) -> Any:
 
 def _when(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def _quantities(values: dict[str, Any]) -> str:
+    """``util 62 %, memory 5321 MiB, iteration 0.123 s`` of a prediction or observation's values."""
+    parts = []
+    for key, fmt in (("util", "util {:.0%}"), ("mem_mib", "memory {:.0f} MiB"), ("iter_time_s", "iteration {:.4g} s")):
+        if values.get(key) is not None:
+            parts.append(fmt.format(values[key]))
+    return ", ".join(parts)
+
+
+SOURCES = {"type": "this job type, {} run(s)", "gpu": "other types on this GPU type, {}",
+           "global": "other GPU types, {} type(s)"}
+
+
+def _prediction_rows(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """``horus job``'s rows of the prediction (corrected online), the uncorrected one and what was observed."""
+    pred = job["predicted"]
+    rows = [("predicted", f"{_quantities(pred)} on {pred.get('gpu_type', '?')}")]
+    correction = {q: c for q, c in (pred.get("correction") or {}).items() if c.get("source") != "none"}
+    if correction:
+        rows.append(("uncorrected", _quantities(pred.get("uncorrected") or {})))
+        names = {"util": "util", "mem_mib": "memory", "iter_time_s": "iteration"}
+        rows.append(("correction", ", ".join(f"{names.get(q, q)} x{c['factor']:.3g} ("
+                                             f"{SOURCES.get(c['source'], '{}').format(c['observations'])})"
+                                             for q, c in correction.items())))
+    seen = job.get("observation")
+    if seen:
+        observed = {q: v["observed"] for q, v in seen.items() if isinstance(v, dict)}
+        believed = {q: v["predicted"] for q, v in seen.items() if isinstance(v, dict)}
+        text = (f"{_quantities(observed)} on {seen.get('gpu_type', '?')} (attempt {seen.get('attempt')}; it started "
+                f"predicted at {_quantities(believed)})")
+        rows.append(("observed", text))
+    return rows
 
 
 def _fmt(value: Any) -> str:

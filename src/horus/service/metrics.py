@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from horus.service.scheduler import LiveScheduler
 
 DECISION_BUCKETS = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 2e-3, 5e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0)
+ERROR_BUCKETS = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)
 TIME_BUCKETS = (0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600)
 
 
@@ -37,6 +38,10 @@ class ServiceMetrics:
         self.queue_reclaims = Counter("horus_queue_reclaims", "Jobs of the queue preempted to give borrowed GPUs "
                                       "back (to another queue's guarantee, or down to its own limit)", ["queue"],
                                       registry=r)
+        self.prediction_error = Histogram(
+            "horus_prediction_error", "Relative error |predicted - observed| / observed of each attempt's solo "
+            "utilization, peak memory and iteration time, against the prediction (corrected online) it started with",
+            ["quantity"], buckets=ERROR_BUCKETS, registry=r)
 
     def bind(self, scheduler: LiveScheduler) -> None:
         """Expose the scheduler's live gauges."""

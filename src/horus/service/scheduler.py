@@ -32,11 +32,13 @@ from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.policies.base import Policy
 from horus.predict.base import Predictor
+from horus.predict.corrected import CorrectedPredictor, Corrections
 from horus.service import tenants as tenants_mod
 from horus.service.agents import AgentInfo, cluster_of, expired
 from horus.service.ledger import Ledger
 from horus.service.live_jobs import LiveJob, LiveJobs
 from horus.service.metrics import ServiceMetrics
+from horus.service.online import LiveCorrections
 from horus.service.predictor import ServicePredictor
 from horus.service.schemas import MAX_LOG_TAIL_CHARS
 from horus.service.store import FINAL_STATES, AgentRow, JobRow, NewJob, Store
@@ -76,7 +78,8 @@ class LiveScheduler:
         if not 0.0 <= fence_kill_s <= 600.0:
             raise HorusInputError("--fence-kill-s", f"expected 0 to 600 seconds, got {fence_kill_s}")
         self.store = store
-        self.predictor = ServicePredictor(predictor)
+        # the configured predictor (with its fallbacks), corrected online from telemetry (horus.service.online)
+        self.predictor = CorrectedPredictor(ServicePredictor(predictor), Corrections())
         self.policy_name = policy
         self.policy_options = dict(policy_options or {})
         self.lease_s = lease_s
@@ -87,6 +90,7 @@ class LiveScheduler:
         self.server_url = server_url
         self.job_secret = job_secret
         self.metrics = metrics or ServiceMetrics()
+        self.online = LiveCorrections(store, self.predictor, self.metrics)
         self.clock = clock
         self.lock = threading.RLock()
         self.wake_scheduler = threading.Event()
@@ -155,7 +159,13 @@ class LiveScheduler:
                     run.iterations_done, run.observed_rate = max(run.iterations_done, done), rate
             self.ledger.rescan()
             self.ledger.sync(self.state, self.gpu_map, now)
+            self.online.observer.rebased()
+            self.online.sync(self.state, self._attempts(), now)
             self.wake_scheduler.set()
+
+    def _attempts(self) -> dict[str, int]:
+        """Running job id -> its attempt."""
+        return {key: self.live[key].attempt for key in self.live}
 
     def _enqueue(self, row: JobRow) -> None:
         spec = self.spec_of(row)
@@ -225,6 +235,7 @@ class LiveScheduler:
                 self.state.finish(key)
                 self._wake(self.live.pop(key))
                 self.ledger.sync(self.state, self.gpu_map, now)
+                self.online.sync(self.state, self._attempts(), now)
             elif self.state.waiting(key) is not None:  # queued, or held for its queue's quota
                 self.state.withdraw(key)
             return self.store.job(job_id)
@@ -333,6 +344,7 @@ class LiveScheduler:
                     self.metrics.queue_reclaims.labels(queue=q).inc(admission.accounts[q].reclaimed - count)
             self.metrics.decision_s.observe(self.core.last_decision_s)
             self.ledger.sync(self.state, self.gpu_map, now)
+            self.online.sync(self.state, self._attempts(), now)  # started attempts are watched from their start
             return self.core.last_started
 
     def tick_s(self) -> float:
@@ -418,6 +430,8 @@ class LiveScheduler:
             progress = self._apply_reports(name, reports, now)
             self.ledger.sample(self.state, self.agent_gpus.get(name, {}), agent.telemetry, now)
             self.ledger.sync(self.state, self.gpu_map, now)
+            self.online.heartbeat(self.state, self.agent_gpus.get(name, {}), agent.telemetry, reports, now)
+            self.online.sync(self.state, self._attempts(), now)
             if now - agent.progress_saved >= PROGRESS_SAVE_S:  # telemetry, not a transition: written now and then
                 agent.progress_saved = now
                 self.store.progress(progress)
@@ -568,12 +582,32 @@ class LiveScheduler:
             self.store.progress([(live.row.id, attempt, done)])
             return True
 
-    def prediction(self, row: JobRow) -> dict[str, float] | None:
+    def prediction(self, row: JobRow) -> dict[str, Any] | None:
+        """The job's prediction on the GPU type it runs on (else one it accepts): corrected online (what the
+        scheduler believes: ``util``, ``mem_mib``, ``iter_time_s``), ``uncorrected`` (the configured predictor's)
+        and each quantity's ``correction`` (factor, source, observations behind it)."""
         with self.lock:
             if not self.cluster.num_gpus:
                 return None
-            pred = self.state.predict(self.spec_of(row), self.cluster.gpus[0].gpu_type)
-        return {"util": pred.util, "mem_mib": pred.mem_mib, "iter_time_s": pred.iter_time_s}
+            gpu_type = self._gpu_type_of(row)
+            pred, raw, found = self.predictor.explain(self.spec_of(row), gpu_type)
+        from dataclasses import asdict
+
+        return {**asdict(pred), "gpu_type": gpu_type.name, "uncorrected": asdict(raw),
+                "correction": {q: c.as_dict() for q, c in found.items()}}
+
+    def _gpu_type_of(self, row: JobRow) -> Any:
+        g = self.gpu_index.get(row.placement[0]) if row.state == "running" and row.placement else None
+        if g is None:
+            accepted = accepted_gpu_types(row.gpu_type)
+            g = next((i for i, gpu in enumerate(self.cluster.gpus) if accepted is None
+                      or gpu.gpu_type.name in accepted), 0)
+        return self.cluster.gpus[g].gpu_type
+
+    def observation(self, row: JobRow) -> dict[str, Any] | None:
+        """What telemetry saw of the job's solo behaviour, per quantity (``horus.service.online``)."""
+        with self.lock:
+            return self.online.job_observation(row.id)
 
     def cluster_view(self, viewer: str | None = None) -> dict[str, Any]:
         """Per GPU: where it is, its residents (``jobs``: id, name, owner, predictions, observed rate), predicted

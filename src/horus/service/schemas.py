@@ -236,10 +236,12 @@ def redacted_env(row: Any) -> dict[str, str]:
 def job_view(row: Any, *, prediction: dict[str, float] | None = None,
              telemetry: tuple[float, float] | None = None,
              events: list[dict[str, Any]] | None = None, waiting: dict[str, object] | None = None,
-             hide_env: bool = False, tenant: tuple[str | None, str | None] | None = None) -> dict[str, Any]:
+             hide_env: bool = False, tenant: tuple[str | None, str | None] | None = None,
+             observation: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON form of a stored job; ``telemetry`` (iterations done, observed rate) of a running one,
     ``waiting`` (why it waits: code, message, retryable) of a queued one; ``tenant``: its queue and priority class
-    as the service resolves them (default: the stored names, None for the defaults). With ``events``, ``log_tail`` and
+    as the service resolves them (default: the stored names, None for the defaults); ``prediction``: corrected online,
+with the uncorrected one and the factors; ``observation``: what telemetry saw of its solo run. With ``events``, ``log_tail`` and
     ``log_tail_attempt`` are the end of the log of the last attempt that exited (taken out of the events)."""
     view = {
         "id": row.job_id, "name": row.name, "state": row.state, "attempt": row.attempt,
@@ -258,6 +260,8 @@ def job_view(row: Any, *, prediction: dict[str, float] | None = None,
         view["env"] = dict.fromkeys(row.env, "(hidden)")
     if prediction is not None:
         view["predicted"] = prediction
+    if observation is not None:
+        view["observation"] = observation
     if telemetry is not None:
         view["iterations_done"], view["observed_rate"] = telemetry
     if events is not None:

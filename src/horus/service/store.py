@@ -5,7 +5,8 @@ attained service), ``events`` (every transition of every job), ``agents`` (regis
 ``models`` (uploaded ONNX graphs' features), ``tokens`` (named credentials with a role, stored as
 SHA-256 hashes), ``colocations`` (every set of jobs that shared a GPU: when, predicted and observed
 combined throughput, how it ended), ``queues`` and ``priority_classes`` (the tenancy, docs/service.md; no queue:
-no tenancy). Every transition is one transaction that checks the
+no tenancy), ``observations`` (what telemetry saw of each job's solo utilization, peak memory and iteration time
+beside its predictions: the online corrections are computed from them, ``horus.predict.corrected``). Every transition is one transaction that checks the
 job's current state and attempt (``WHERE state = ? AND attempt = ?``), so a late or duplicate
 report changes nothing: fencing is done by the database, not by memory. An acknowledged write
 has been committed with ``synchronous=FULL`` before the reply, so it survives ``kill -9`` and
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 ROLES = ("admin", "user", "agent", "join")
 IDEM_SEP = "\x1f"  # owner IDEM_SEP key
 FINAL_STATES = ("finished", "failed", "cancelled")
@@ -132,6 +133,19 @@ CREATE TABLE IF NOT EXISTS priority_classes (
     created REAL NOT NULL,
     changed REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS observations (
+    job_id INTEGER NOT NULL,
+    quantity TEXT NOT NULL CHECK (quantity IN ('util', 'mem_mib', 'iter_time_s')),
+    attempt INTEGER NOT NULL,                   -- the attempt it was observed in (the latest replaces earlier ones)
+    job_type TEXT NOT NULL,
+    gpu_type TEXT NOT NULL,
+    predicted REAL NOT NULL,                    -- the base predictor's value (uncorrected)
+    believed REAL NOT NULL,                     -- the corrected prediction the attempt started with
+    observed REAL NOT NULL,
+    samples INTEGER NOT NULL,
+    time REAL NOT NULL,
+    PRIMARY KEY (job_id, quantity)
+);
 """
 
 
@@ -160,7 +174,13 @@ def _v4_tenancy(db: sqlite3.Connection) -> None:
             db.execute(f"ALTER TABLE jobs ADD COLUMN {column} TEXT")
 
 
-_MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets, 3: _v4_tenancy}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
+def _observations_table(db: sqlite3.Connection) -> None:
+    """Schema 5: the ``observations`` table of online correction (a self-contained step: it only adds the table,
+    which _SCHEMA also creates)."""
+    db.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS observations"):].split(";")[0])
+
+
+_MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets, 3: _v4_tenancy, 4: _observations_table}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 
 
 def _create(path: Path) -> None:
@@ -607,6 +627,27 @@ class Store:
         with self._lock:
             rows = self._db.execute(sql, (int(limit),)).fetchall()
         return [{**dict(r), "jobs": json.loads(r["jobs"])} for r in rows]
+
+    # ---- online correction: observations (horus.core.online) ----------------------------------------------
+    def put_observations(self, rows: Sequence[dict[str, Any]], now: float) -> None:
+        """Store (replace) observations ``{job_id, quantity, attempt, job_type, gpu_type, predicted, believed,
+        observed, samples}``, in one transaction."""
+        if not rows:
+            return
+        with self.transaction() as db:
+            db.executemany("INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(int(r["job_id"]), r["quantity"], int(r["attempt"]), r["job_type"], r["gpu_type"],
+                             float(r["predicted"]), float(r["believed"]), float(r["observed"]), int(r["samples"]),
+                             now) for r in rows])
+
+    def observations(self, job_id: int | None = None) -> list[dict[str, Any]]:
+        """Stored observations (one job's, or all), oldest first."""
+        sql, args = "SELECT * FROM observations", ()
+        if job_id is not None:
+            sql, args = sql + " WHERE job_id = ?", (int(job_id),)
+        with self._lock:
+            rows = self._db.execute(sql + " ORDER BY time, job_id, quantity", args).fetchall()
+        return [dict(r) for r in rows]
 
     # ---- tenancy: queues and priority classes (horus.service.tenants builds the Tenancy) -----------------
     def queues(self) -> list[dict[str, Any]]:

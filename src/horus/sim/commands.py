@@ -92,6 +92,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="noisy telemetry: sigma of the log-normal rate noise, 0 to 1 (0.05)")
     p.add_argument("--telemetry-warmup", type=NumberArg(opt.TELEMETRY_WARMUP), metavar="ITERS",
                    help="noisy telemetry: iterations after the restore stall before a rate is reported, 0 to 1e6 (50)")
+    p.add_argument("--online-correction", action="store_true",
+                   help="telemetry of jobs running alone (rate, utilization, peak memory) corrects the predictions of "
+                        "later jobs of that type and of other types on the same GPU type, as in the live service "
+                        "(docs/predictors.md, 'Online correction'); the summary adds the prediction errors, raw and "
+                        "corrected")
     p.add_argument("--tenancy", type=tenancy_arg, metavar="SOURCE",
                    help="tenant queues every policy runs under (docs/tenancy.md): off, spec (the cluster spec's "
                         "tenancy section; the default when it has one, else off), trace (a queue per value of the "
@@ -318,7 +323,8 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     log = sys.stderr if args.json else sys.stdout
     print(f"horus: {len(jobs)} jobs from {trace_path} ({fmt}) on {cluster.num_gpus} GPUs; truth={truth.name}, "
-          f"predictor={predictor.name}, telemetry={args.telemetry}; job sizes: {args.sizes}; "
+          f"predictor={predictor.name}{' (corrected online)' if args.online_correction else ''}, "
+          f"telemetry={args.telemetry}; job sizes: {args.sizes}; "
           + (f"tenancy: {len(tenancy.queues)} queues ({tenancy_source}, charge {tenancy.charge}); "
              if tenancy is not None else "") + f"policies: {', '.join(names)}", file=log)
     extra = {
@@ -338,7 +344,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     title = (f"{Path(trace_path).name} ({fmt}) on {Path(args.cluster).name if args.cluster else 'default cluster'} "
              f"({cluster.num_gpus} GPUs), truth {truth.name}")
     with OutputDir(outdir, "--out"):
-        config = SimConfig(sizes=args.sizes, sizes_seed=args.seed, **telemetry_config(args))
+        config = SimConfig(sizes=args.sizes, sizes_seed=args.seed, online_correction=args.online_correction,
+                           **telemetry_config(args))
         summary = run_comparison(jobs, cluster, names, truth, predictor, config, outdir, extra,
                                  progress=not args.no_progress and not args.json, policy_options=options,
                                  title=title, tenancy=tenancy)

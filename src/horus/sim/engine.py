@@ -56,6 +56,7 @@ class SimConfig:
     sizes_seed: int = 0  # seed of the ``estimate`` draws
     telemetry: str = "exact"  # what running jobs report (horus.sim.telemetry): exact or noisy
     telemetry_options: dict[str, float] = field(default_factory=dict)  # keyword arguments of that model
+    online_correction: bool = False  # solo telemetry corrects later predictions (horus.sim.online)
 
     def telemetry_model(self) -> TelemetryModel:
         return create_telemetry(self.telemetry, self.telemetry_options)
@@ -120,6 +121,12 @@ class _Engine:
         self._reads: list[tuple[float, int, str, Attempt]] = []
         self._read_at: dict[str, tuple[Attempt, float]] = {}
         self._read_seq = itertools.count()
+        self.online = None
+        if config.online_correction:
+            from horus.sim.online import SimOnline
+
+            self.online = SimOnline(predictor, getattr(self.telemetry, "noise", None))
+            predictor = self.online.predictor
         self.state = SchedulerState(cluster, predictor)
         self.sizes = size_knowledge(config.sizes, config.sizes_seed)
         if not self.sizes.known and policy.orders_by_size():
@@ -258,6 +265,8 @@ class _Engine:
     def _schedule(self, now: float) -> None:
         if not self.telemetry.instant:
             self._report(now)
+        if self.online is not None:
+            self.online.commit(self.state)  # the policy decides on predictions corrected by what was seen so far
         self.core.schedule(now)
         for job_id, reason in self.core.new_waits:  # the first reason each job had to wait
             record = self.records[job_id]
@@ -283,6 +292,9 @@ class _Engine:
                 continue
             run = running[job_id]
             run.observed_rate, run.iterations_done, run.reported_at = report(attempt, now)
+            if self.online is not None and run.observed_rate > 0 and attempt.last is not None:
+                self.online.sample(self.state, job_id, run.observed_rate, self.solo(live.job_type,
+                                   self.gpu_type[live.gpus[0]]), attempt.attempt, attempt.last[0], run.reported_at)
             self._read_from(job_id, attempt, self.telemetry.next_report_s(attempt, now))
 
     def _read_from(self, job_id: str, attempt: Attempt, at: float) -> None:
@@ -320,6 +332,8 @@ class _Engine:
         for g, s in zip(gpus, solos):
             self.residents[g].append(job_id)
             mem_used[g] += s.mem_mib
+        if self.online is not None:
+            self.online.started(self.state, job_id, record.preemptions, solos[0])
         self._rerate_gpus(gpus, now)
 
     def preempt(self, job_id: str, now: float) -> None:
@@ -358,6 +372,8 @@ class _Engine:
     def _remove(self, live: _Live, now: float, outcome: str) -> None:
         job_id = live.spec.job_id
         del self.live[job_id]
+        if self.online is not None:
+            self.online.stopped(job_id)
         self.placements.extend((job_id, g, live.started, now, outcome) for g in live.gpus)
         for g in live.gpus:
             self.residents[g].remove(job_id)
@@ -385,6 +401,22 @@ class _Engine:
                 touched.update(dict.fromkeys(live.gpus))  # a gang's new rate changes its busy share everywhere
         for g in touched:
             self._record_busy(g, now)
+        if self.online is not None:
+            self._observe(list(affected), now)
+
+    def _observe(self, job_ids: list[str], now: float) -> None:
+        """Online correction: who is alone since when; with continuous telemetry, the current rate of each job
+        alone on its GPUs is a report."""
+        online = self.online
+        assert online is not None
+        online.residents_changed(self.state, job_ids, now)
+        if not self.telemetry.instant:
+            return
+        for job_id in job_ids:
+            live = self.live[job_id]
+            if live.rate > 0:
+                online.sample(self.state, job_id, live.rate, self.solo(live.job_type, self.gpu_type[live.gpus[0]]),
+                              live.record.preemptions)
 
     def _record_busy(self, g: int, now: float) -> None:
         """Kernel-busy share of each resident worker on ``g``: util on g x (rate x solo iteration time on g).
@@ -507,6 +539,8 @@ class _Engine:
         end = float(jobs["end"].max()) if jobs["end"].notna().any() else self.metrics.start_time
         summary = summarize(jobs, self.metrics, self.preemptions, self.solo_durations(), self.best_rates(),
                             oom_restart_s=self.config.oom_restart_s)
+        if self.online is not None:
+            summary.update(self.online.summary())
         warn_below_bounds(self.policy.name, summary)
         queues = pd.DataFrame()
         admission = self.core.admission
