@@ -40,6 +40,8 @@ Arg = Annotated[str, Field(max_length=MAX_ARG_CHARS, pattern=NO_NUL)]
 # a job's precision (an alias is stored as its canonical name) and optimizer: horus.jobs's names
 Precision = Annotated[Literal[(*PRECISIONS, *PRECISION_ALIASES)], AfterValidator(normalize_precision)]  # type: ignore[valid-type]
 Optimizer = Literal[OPTIMIZERS]  # type: ignore[valid-type]
+InputSize = Annotated[int, Field(ge=int(LIMITS["input_size"].low), le=int(LIMITS["input_size"].high)),
+                      BeforeValidator(_integral)]
 
 
 class _Strict(BaseModel):
@@ -63,8 +65,7 @@ class JobSubmit(_Strict):
     model: str | None = Field(None, pattern=NAME_PATTERN, description="zoo/catalog model name or an uploaded "
                               "ONNX model's name, for prediction; without it the job gets a whole GPU")
     batch_size: Int = Field(32, ge=1, le=int(LIMITS["batch_size"].high))
-    input_size: Int | None = Field(None, ge=int(LIMITS["input_size"].low), le=int(LIMITS["input_size"].high),
-                                   description="image side / sequence length / feature count, for prediction "
+    input_size: InputSize | None = Field(None, description="image side / sequence length / feature count, for prediction "
                                                "(default: the catalog's; needs model; an image model below its "
                                                "smallest size is a 409)")
     precision: Precision | None = Field(None, description="fp32, tf32, amp-fp16 (amp, fp16) or bf16 (bfloat16), "
