@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, serve
 
 from horus.k8s.api import KubeAPI
 from horus.k8s.decide import Decider
@@ -18,7 +19,6 @@ from horus.k8s.resources import PodError, pod_job_spec
 from horus.k8s.server import Resync, create_app
 from horus.k8s.store import ClusterStore
 from horus.predict.physical import PhysicalPredictor
-from k8s_helpers import StubAPIServer, gpu_node, gpu_pod, serve
 
 
 @contextmanager
@@ -49,9 +49,9 @@ def test_annotations_round_trip_into_the_pod_job_spec() -> None:
 def test_the_extenders_belief_reads_them() -> None:
     """A placed pod's predicted memory in /state: at 32 px with SGD far below the catalog's 224 px with Adam."""
     loads = {}
-    for label, annotations in (("catalog", {}), ("cifar", {"horus.io/input-size": "32", "horus.io/optimizer": "sgd"}),
-                               ("amp", {"horus.io/precision": "bf16"})):
-        with extender_on([gpu_node("n1", 1)], [resident(annotations)]) as url:
+    for label, stated in (("catalog", {}), ("cifar", {"horus.io/input-size": "32", "horus.io/optimizer": "sgd"}),
+                          ("amp", {"horus.io/precision": "bf16"})):
+        with extender_on([gpu_node("n1", 1)], [resident(stated)]) as url:
             load = httpx.get(url + "/state").json()["load"]["n1"]
             assert load["residents"] == [1]
             loads[label] = (load["pred_mem_mib"][0], load["pred_util"][0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from traces_helpers import ToyTruth
 
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
@@ -15,7 +16,6 @@ from horus.traces.base import RawJob
 from horus.traces.generate import WorkloadSpec, trace_rows, write_trace
 from horus.traces.materialize import materialize
 from horus.truth.parametric import ParametricTruth
-from traces_helpers import ToyTruth
 
 HEADER = "job_id,submit_time,num_gpus,model,batch_size,iterations,input_size,precision,optimizer\n"
 V100 = GPUType("V100", 16 * 1024, 1.0)
@@ -33,7 +33,7 @@ def test_columns_are_read_and_materialized_into_the_job_spec(tmp_path: Path) -> 
                             "c,2,1,bert_base,16,100,128,bfloat16,adamw\n"
                             "d,3,1,,,100,,,\n")
     trace = load_trace(path, "horus")
-    a, b, c, d = trace.jobs
+    a, b, c, _ = trace.jobs
     assert (a.input_size, a.precision, a.optimizer) == (32, "amp-fp16", "sgd")
     assert (b.input_size, b.precision, b.optimizer) == (None, None, None)
     assert (c.input_size, c.precision, c.optimizer) == (128, "bf16", "adamw")
