@@ -23,7 +23,7 @@ DOCUMENTED: dict[str, tuple[float, float, bool, str, str]] = {
     "nodes": (1, 100_000, True, "nodes", "an integer in [1, 100,000] nodes"),
     "cluster_gpus": (1, 200_000, True, "GPUs", "an integer in [1, 200,000] GPUs"),
     "job_gpus": (1, 200_000, True, "GPUs", "an integer in [1, 200,000] GPUs"),
-    "batch_size": (1, 1_048_576, True, "", "an integer in [1, 1,048,576]"),
+    "batch_size": (1, 67_108_864, True, "", "an integer in [1, 67,108,864]"),
     "gpu_fraction": (0.001, 1, False, "of a GPU", "a number in [0.001, 1] of a GPU"),
     "iterations": (1, 1e12, False, "iterations", "a number in [1, 1,000,000,000,000] iterations"),
     "duration_s": (0.001, 10 * 365.25 * 86400, False, "s", "a number in [0.001, 315,576,000] s"),
@@ -44,7 +44,7 @@ DOCUMENTED: dict[str, tuple[float, float, bool, str, str]] = {
 }
 # measurement-table columns: (low, high, integer, unit)
 COLUMNS: dict[str, tuple[float, float, bool, str]] = {
-    "set_size": (1, 16, True, "jobs"), "member": (0, 15, True, ""), "batch_size": (1, 1_048_576, True, ""),
+    "set_size": (1, 16, True, "jobs"), "member": (0, 15, True, ""), "batch_size": (1, 67_108_864, True, ""),
     "input_size": (1, 65_536, True, ""), "repeat": (0, 1e6, True, ""), "normalized_throughput": (0, 1.5, False, ""),
     "throughput_samples_s": (0, 1e12, False, "samples/s"), "solo_throughput_samples_s": (0, 1e12, False, "samples/s"),
     **dict.fromkeys(("gpu_util_mean", "gpu_util_p50", "combined_util_mean", "solo_util_mean"), (0, 100, False, "%")),

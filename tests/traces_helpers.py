@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from horus.cluster import GPUType
-from horus.traces.sampler import split_job_type
+from horus.jobs import parse_job_type
 from horus.truth.base import SoloTruth, TruthModel
 
 
@@ -18,7 +18,7 @@ class ToyTruth(TruthModel):
         self.types = list(types)
 
     def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
-        _, batch = split_job_type(job_type)
+        _, batch = parse_job_type(job_type)  # any key, with input size / precision / optimizer too
         return SoloTruth(util=0.5, mem_mib=1000.0, iter_time_s=batch / 1000.0)
 
     def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:

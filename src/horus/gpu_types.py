@@ -15,7 +15,9 @@ A40, RTX 6000 (Quadro, Turing), L4: rough ratios of their FP16 tensor / FP32 pea
 to V100's, for the fallback scalar only. RTX 3090, RTX 4090, RTX A6000, L40S: the geometric mean of
 their dense FP16-tensor (FP32 accumulate) peak ratio and DRAM bandwidth ratio to V100's (125 TFLOPS,
 900 GB/s; figures in ``SPECS``), rounded to 0.05: 3090 sqrt(0.57 x 1.04) ~ 0.75, 4090 sqrt(1.32 x 1.12)
-~ 1.2, A6000 sqrt(1.24 x 0.85) ~ 1.05, L40S sqrt(2.90 x 0.96) ~ 1.65. Not measured; GeForce cards
+~ 1.2, A6000 sqrt(1.24 x 0.85) ~ 1.05, L40S sqrt(2.90 x 0.96) ~ 1.65, RTX 6000 Ada sqrt(2.91 x 1.07) ~ 1.75.
+H100 PCIe: H100 SXM's 3.3 scaled by the geometric mean of the PCIe card's FP16-tensor and bandwidth ratios to the
+SXM's (756 / 989.4, 2000 / 3350): 3.3 x 0.68 ~ 2.2. Not measured; GeForce cards
 often train faster than this rule says (their FP16-accumulate tensor path is twice as fast). ``GPUSpec`` (below) holds the vendor peak figures used by the
 physical predictor, for every preset and a few more cards.
 
@@ -44,6 +46,7 @@ PRESETS: dict[str, GPUType] = {
         GPUType("A100-40GB", 40 * GIB, 2.0),
         GPUType("A100-80GB", 80 * GIB, 2.1),
         GPUType("H100", 80 * GIB, 3.3),
+        GPUType("H100-PCIe", 80 * GIB, 2.2),
         GPUType("H200", 141 * GIB, 3.6),
         GPUType("A40", 48 * GIB, 1.2),
         GPUType("RTX6000", 24 * GIB, 0.9),
@@ -52,6 +55,7 @@ PRESETS: dict[str, GPUType] = {
         GPUType("RTX3090", 24 * GIB, 0.75),
         GPUType("RTX4090", 24 * GIB, 1.2),
         GPUType("RTX-A6000", 48 * GIB, 1.05),
+        GPUType("RTX6000-Ada", 48 * GIB, 1.75),
     )
 }
 
@@ -128,6 +132,10 @@ SPECS: dict[str, GPUSpec] = {
         GPUSpec("A100-80GB", 19.5, 156, 312, 2039, 80, 108, "ampere", f"{_DS}: A100 SXM4 80 GB"),
         GPUSpec("L4", 30.3, 60, 121, 300, 24, 58, "ada", f"{_DS}: L4"),
         GPUSpec("L40S", 91.6, 183, 362, 864, 48, 142, "ada", f"{_DS}: L40S"),
+        GPUSpec("RTX6000-Ada", 91.1, 182.1, 364.2, 960, 48, 142, "ada",
+                "NVIDIA RTX 6000 Ada Generation data sheet (91.1 TFLOPS FP32, 960 GB/s, 48 GB GDDR6, 142 SMs) and "
+                "NVIDIA Ada Lovelace whitepaper (tensor TF32 182.1, FP16 with FP32 accumulate 364.2 TFLOPS dense "
+                "= 142 SMs x 1024 FLOP/clock x 2.505 GHz boost)"),
         GPUSpec("H100", 67, 494.7, 989.4, 3350, 80, 132, "hopper", f"{_DS}: H100 SXM5"),
         GPUSpec("H100-PCIe", 51, 378, 756, 2000, 80, 114, "hopper", f"{_DS}: H100 PCIe"),
         GPUSpec("H200", 67, 494.7, 989.4, 4800, 141, 132, "hopper", f"{_DS}: H200 SXM"),
@@ -140,7 +148,7 @@ _SPEC_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("A100", "80"), "A100-80GB"), (("A100",), "A100-40GB"), (("A800",), "A100-40GB"),
     (("L40",), "L40S"), (("L4",), "L4"), (("A40",), "A40"), (("A30",), "A30"), (("A10",), "A10"),
     (("V100", "32"), "V100-32GB"), (("V100",), "V100"), (("4090",), "RTX4090"), (("3090",), "RTX3090"),
-    (("2080",), "RTX2080Ti"), (("RTX6000",), "RTX6000"), (("A6000",), "RTX-A6000"), (("T4",), "T4"),
+    (("2080",), "RTX2080Ti"), (("6000", "ADA"), "RTX6000-Ada"), (("RTX6000",), "RTX6000"), (("A6000",), "RTX-A6000"), (("T4",), "T4"),
     (("P100",), "P100"), (("K80",), "K80"),
 )
 # Family fallbacks for names no rule matches (normalised name = letters of the family then digits).

@@ -78,7 +78,7 @@ LIMITS: dict[str, Domain] = {
     "nodes": Domain(1, 100_000, True, "nodes"),
     "cluster_gpus": Domain(1, 200_000, True, "GPUs"),
     "job_gpus": Domain(1, 200_000, True, "GPUs"),
-    "batch_size": Domain(1, 2**20, True),
+    "batch_size": Domain(1, 2**26, True),  # NCF-style recommenders train on 1-10 M samples per batch
     "gpu_fraction": Domain(1e-3, 1, False, "of a GPU"),
     "iterations": Domain(1, 1e12, False, "iterations"),
     "duration_s": Domain(1e-3, 10 * YEAR_S, False, "s"),

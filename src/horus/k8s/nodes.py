@@ -46,7 +46,7 @@ def preset_for_product(product: str, memory_mib: int | None) -> GPUType | None:
     if "H200" in tokens:
         return PRESETS["H200"]
     if "H100" in tokens:
-        return PRESETS["H100"]
+        return PRESETS["H100-PCIe" if "PCIE" in tokens else "H100"]
     if "A100" in tokens:
         return PRESETS["A100-80GB" if ("80GB" in tokens or big) else "A100-40GB"]
     if tokens & {"A10", "A10G"}:
@@ -56,6 +56,8 @@ def preset_for_product(product: str, memory_mib: int | None) -> GPUType | None:
     for name in ("T4", "P100", "K80", "L4", "L40S"):
         if name in tokens:
             return PRESETS[name]
+    if {"6000", "ADA"} <= tokens:  # RTX 6000 Ada Generation, not the Ampere RTX A6000
+        return PRESETS["RTX6000-Ada"]
     for token, name in (("3090", "RTX3090"), ("4090", "RTX4090"), ("A6000", "RTX-A6000")):
         if token in tokens:
             return PRESETS[name]

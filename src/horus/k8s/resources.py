@@ -3,7 +3,8 @@
 Requests (HAMi's resource names, summed/maxed over the pod's containers): ``nvidia.com/gpu`` (GPUs),
 ``nvidia.com/gpumem`` (MiB per GPU), ``nvidia.com/gpucores`` (percent of a GPU's SMs per GPU).
 Prediction inputs (annotations): ``horus.io/model`` + ``horus.io/batch-size`` name a catalog model;
-``horus.io/gpu-type`` restricts GPU types (``"A100-80GB|H100"``). The decision is written as
+``horus.io/input-size``, ``horus.io/precision`` and ``horus.io/optimizer`` describe its training (optional, with a
+model); ``horus.io/gpu-type`` restricts GPU types (``"A100-80GB|H100"``). The decision is written as
 ``horus.io/gpu-ids`` (UUIDs where the node lists them, else indices: the value ``NVIDIA_VISIBLE_DEVICES``
 takes), ``horus.io/gpu-indices`` and HAMi's ``hami.io/vgpu-devices-to-allocate`` (when UUIDs are known).
 Tenancy (labels, read by ``horus.k8s.queues``): ``horus.io/queue`` names the pod's queue, ``horus.io/priority``
@@ -29,6 +30,9 @@ GPUCORES = "nvidia.com/gpucores"
 MODEL = "horus.io/model"
 ONNX_CONFIGMAP = "horus.io/onnx-configmap"  # "<configmap>/<key>" in the pod's namespace (horus.k8s.onnx_models)
 BATCH_SIZE = "horus.io/batch-size"
+INPUT_SIZE = "horus.io/input-size"  # image side / sequence length / feature count (default: the catalog's)
+PRECISION = "horus.io/precision"  # fp32 | tf32 | amp-fp16 | bf16 (aliases amp, fp16, bfloat16)
+OPTIMIZER = "horus.io/optimizer"  # horus.jobs.OPTIMIZERS
 GPU_TYPE = "horus.io/gpu-type"
 GPU_IDS = "horus.io/gpu-ids"
 GPU_INDICES = "horus.io/gpu-indices"
@@ -190,6 +194,7 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
         batch = _count(annotations[BATCH_SIZE], f"{where} annotation {BATCH_SIZE}")
         if batch < 1:
             raise PodError(f"{where} annotation {BATCH_SIZE}: expected a positive integer, got {batch}")
+    input_size, precision, optimizer = _description(annotations, str(model), where)
     gpu_type = annotations.get(GPU_TYPE)
     if gpu_type is not None and (not isinstance(gpu_type, str) or not gpu_type.strip()):
         raise PodError(f"{where} annotation {GPU_TYPE}: expected GPU type names separated by '|'")
@@ -198,8 +203,40 @@ def pod_job_spec(pod: dict[str, Any], submit_time: float = 0.0,
     fraction = gpu_fraction(num_gpus, cores)
     return PodJobSpec(job_id=pod_job_id(pod), submit_time=submit_time, num_gpus=num_gpus, model=str(model),
                       batch_size=batch, iterations=1.0, gpu_fraction=fraction,
-                      gpu_type_request=gpu_type.strip() if gpu_type else None,
+                      gpu_type_request=gpu_type.strip() if gpu_type else None, input_size=input_size,
+                      precision=precision, optimizer=optimizer,
                       gpumem_mib=max(mems) if mems else None, gpucores=core, container_gpus=tuple(per_container))
+
+
+def _description(annotations: dict[str, Any], model: str, where: str) -> tuple[int | None, str | None, str | None]:
+    """The pod's ``horus.io/input-size``, ``precision`` and ``optimizer`` (None where absent). Raises PodError."""
+    from horus.errors import HorusInputError
+    from horus.graph.input_sizes import check_input_size
+    from horus.jobs import check_optimizer, normalize_precision
+    from horus.validation import LIMITS
+
+    given = [name for name in (INPUT_SIZE, PRECISION, OPTIMIZER) if name in annotations]
+    if given and model == OPAQUE_MODEL:
+        raise PodError(f"{where} annotation {given[0]}: describes a model's training; needs {MODEL} or "
+                       f"{ONNX_CONFIGMAP}")
+    size = None
+    if INPUT_SIZE in annotations:
+        size = _count(annotations[INPUT_SIZE], f"{where} annotation {INPUT_SIZE}")
+        if not LIMITS["input_size"].contains(size):
+            raise PodError(f"{where} annotation {INPUT_SIZE}: expected {LIMITS['input_size'].describe()}, got {size}")
+    texts = {}
+    for name in (PRECISION, OPTIMIZER):
+        value = annotations.get(name)
+        if value is not None and not isinstance(value, str):
+            raise PodError(f"{where} annotation {name}: expected a string, got {value!r}"[:200])
+        texts[name] = value
+    try:
+        check_input_size(model, size, f"{where} annotation {INPUT_SIZE}")
+        precision = normalize_precision(texts[PRECISION], f"{where} annotation {PRECISION}")
+        optimizer = check_optimizer(texts[OPTIMIZER], f"{where} annotation {OPTIMIZER}")
+    except HorusInputError as exc:
+        raise PodError(f"{exc.source}: {exc.message}"[:300]) from None
+    return size, precision, optimizer
 
 
 # ---- the decision as annotations ------------------------------------------------------------------

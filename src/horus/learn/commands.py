@@ -5,13 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horus.errors import HorusInputError
+from horus.jobs import OPTIMIZERS, PRECISION_ALIASES, PRECISIONS
 from horus.validation import NumberArg
+
+if TYPE_CHECKING:
+    from horus.cluster import GPUType
 
 DEFAULT_OUT = "learned-predictor"
 DEFAULT_FOLDS = 5
+PRECISION_CHOICES = (*PRECISIONS, "amp", "fp16", "bfloat16")
+assert set(PRECISION_CHOICES) - set(PRECISIONS) <= set(PRECISION_ALIASES)
+# registered predictors that read a job's input size, precision and optimizer (the others would ignore them)
+DESCRIBED_JOB_PREDICTORS = frozenset({"physical"})
 
 
 def register(subparsers: Any) -> None:
@@ -62,8 +70,13 @@ def register(subparsers: Any) -> None:
                          help="learned model directory (default: the --predictor registered predictor)")
     predict.add_argument("--predictor", default="physical",
                          help="registered predictor when no --predictor-dir is given (default physical)")
-    predict.add_argument("--precision", choices=("fp32", "amp"), default="fp32",
-                         help="precision for the learned predictor (default fp32)")
+    predict.add_argument("--input-size", type=NumberArg("input_size"), default=None,
+                         help="image side / sequence length / feature count (default: the catalog's)")
+    predict.add_argument("--precision", choices=PRECISION_CHOICES, default=None,
+                         help="fp32, tf32, amp-fp16 (alias amp, fp16) or bf16 (alias bfloat16); default: the "
+                              "predictor's (physical: fp32 with TF32 convolutions; learned: fp32)")
+    predict.add_argument("--optimizer", choices=OPTIMIZERS, default=None,
+                         help="optimizer (default: the predictor's, adam)")
     predict.add_argument("--json", action="store_true", help="print JSON")
     predict.set_defaults(func=run_predict)
 
@@ -255,11 +268,56 @@ def _registered_predictor(name: str) -> Any:
     return PREDICTORS.create(name)
 
 
-def run_predict(args: argparse.Namespace) -> int:
-    from horus.catalog import model_info
-    from horus.jobs import JobSpec
+def predict_gpu(name: str, source: str = "--gpu") -> tuple[GPUType, str]:
+    """The GPU type ``horus predict`` runs on and how its spec was matched (``exact``, ``rule``, ``family``).
+
+    The type is named after the data-sheet spec the name maps to (``H100-PCIe``, not the ``H100`` preset an NVML
+    rule would give), with the preset's speed where there is a preset of that name; HorusInputError for a name
+    no spec rule or family recognises, or for a request listing several types.
+    """
+    from horus.cluster import GPUType
+    from horus.gpu_types import PRESETS, REQUEST_SEPARATOR, lookup_spec
     from horus.learn.gpus import resolve_gpu
 
+    if REQUEST_SEPARATOR in name:
+        resolve_gpu(name, source)  # its one-line error
+    spec, how = lookup_spec(name)
+    if how == "none":
+        raise HorusInputError(source, f"unknown GPU type {name!r}; expected one of {', '.join(PRESETS)}, a data-sheet "
+                                      "name (horus.gpu_types.SPECS) or an NVML name")
+    if how == "family":
+        from horus.gpu_types import gpu_spec
+
+        gpu_spec(name)  # the once-per-name warning: the spec is a guess
+    if spec.name in PRESETS:
+        return PRESETS[spec.name], how
+    return GPUType(spec.name, int(spec.memory_gib * 1024), 1.0), how
+
+
+def _job_description(args: argparse.Namespace, predictor: Any) -> tuple[int | None, str | None, str | None]:
+    """The job's input size, precision and optimizer, checked against the model and the chosen predictor."""
+    from horus.graph.input_sizes import check_input_size
+    from horus.jobs import normalize_precision
+    from horus.validation import check_option
+
+    check_option("--input-size", args.input_size, "input_size")
+    check_input_size(args.model, args.input_size, "--input-size")
+    precision = normalize_precision(args.precision, "--precision")
+    if predictor.name not in DESCRIBED_JOB_PREDICTORS:
+        for option, value in (("--input-size", args.input_size), ("--optimizer", args.optimizer)):
+            if value is not None:
+                raise HorusInputError(option, f"the {predictor.name} predictor would ignore it (it predicts at the "
+                                              "catalog's input size with Adam); use --predictor physical")
+        if precision is not None and predictor.name != "learned":
+            raise HorusInputError("--precision", f"the {predictor.name} predictor would ignore it; use --predictor "
+                                                 "physical")
+    return args.input_size, precision, args.optimizer
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from horus.catalog import model_info
+    from horus.gpu_types import gpu_spec
+    from horus.jobs import JobSpec, normalize_precision
     from horus.validation import check_option
 
     check_option("--batch", args.batch, "batch_size", allow_none=False)
@@ -267,28 +325,29 @@ def run_predict(args: argparse.Namespace) -> int:
         raise HorusInputError("--predictor-dir", f"{args.predictor_dir!r} is not a directory (expected a model "
                                                  "directory written by `horus predictor train`)")
     model_info(args.model)  # unknown model -> HorusInputError
-    try:
-        gpu = resolve_gpu(args.gpu, source="--gpu")
-    except HorusInputError:  # not a preset: the nearest data-sheet spec by family, with a warning
-        from horus.cluster import GPUType
-        from horus.gpu_types import REQUEST_SEPARATOR, gpu_spec, lookup_spec
-
-        if REQUEST_SEPARATOR in args.gpu or lookup_spec(args.gpu)[1] == "none":
-            raise
-        spec = gpu_spec(args.gpu)
-        gpu = GPUType(args.gpu, int(spec.memory_gib * 1024), 1.0)
-    if args.predictor_dir is not None:
+    gpu, match = predict_gpu(args.gpu)
+    predictor = _registered_predictor(args.predictor) if args.predictor_dir is None else None
+    if predictor is None or predictor.name == "learned":  # it takes the precision when it is built
         from horus.learn.predictor import LearnedPredictor
 
-        predictor = LearnedPredictor(args.predictor_dir, precision=args.precision)
-    else:
-        predictor = _registered_predictor(args.predictor)
-    job = JobSpec(job_id="cli", submit_time=0.0, num_gpus=1, model=args.model, batch_size=args.batch, iterations=1)
+        learned = {None: "fp32", "fp32": "fp32", "amp-fp16": "amp"}  # what its profiles were measured in
+        wanted = normalize_precision(args.precision, "--precision")
+        if wanted not in learned:
+            raise HorusInputError("--precision", f"the learned predictor knows fp32 and amp (amp-fp16), got "
+                                                 f"{args.precision!r}; use --predictor physical")
+        predictor = LearnedPredictor(args.predictor_dir, precision=learned[wanted])
+    input_size, precision, optimizer = _job_description(args, predictor)
+    job = JobSpec(job_id="cli", submit_time=0.0, num_gpus=1, model=args.model, batch_size=args.batch, iterations=1,
+                  input_size=input_size, precision=precision, optimizer=optimizer)
     pred = predictor.predict(job, gpu)
     if args.json:
-        print(json.dumps({"job_type": job.job_type, "gpu": gpu.name, "util": pred.util, "mem_mib": pred.mem_mib,
+        print(json.dumps({"job_type": job.job_type, "model": job.model, "batch_size": job.batch_size,
+                          "input_size": job.input_size, "precision": job.precision, "optimizer": job.optimizer,
+                          "gpu": gpu.name, "gpu_requested": args.gpu, "gpu_spec": gpu_spec(gpu.name).name,
+                          "gpu_spec_match": match, "util": pred.util, "mem_mib": pred.mem_mib,
                           "iter_time_s": pred.iter_time_s, "predictor": predictor.describe()}, indent=2, default=str))
     else:
-        print(f"{job.job_type} on {gpu.name} ({predictor.name}): util {100 * pred.util:.1f} %, "
-              f"memory {pred.mem_mib:.0f} MiB, iteration {pred.iter_time_s:.4g} s")
+        guess = "" if match in ("exact", "rule") else f", a {match} guess for {args.gpu!r}"
+        print(f"{job.job_type} on {gpu.name} (spec {gpu_spec(gpu.name).name}{guess}; {predictor.name}): "
+              f"util {100 * pred.util:.1f} %, memory {pred.mem_mib:.0f} MiB, iteration {pred.iter_time_s:.4g} s")
     return 0

@@ -9,6 +9,7 @@ from horus.gpu_types import PRESETS, REQUEST_SEPARATOR
 # (substrings that must all appear in the upper-cased NVML name, preset), most specific first.
 _NVML_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("H200",), "H200"),
+    (("H100", "PCIE"), "H100-PCIe"),
     (("H100",), "H100"),
     (("A100", "80GB"), "A100-80GB"),
     (("A100",), "A100-40GB"),
@@ -17,6 +18,7 @@ _NVML_RULES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("A10",), "A10"),  # after A100 rules
     (("L40",), "L40S"),  # L40 and L40S (as horus.gpu_types.gpu_spec does)
     (("L4",), "L4"),  # after L40
+    (("6000", "ADA"), "RTX6000-Ada"),  # before A6000: "RTX 6000 Ada Generation" is not the Ampere RTX A6000
     (("A6000",), "RTX-A6000"),
     (("3090",), "RTX3090"),
     (("4090",), "RTX4090"),

@@ -72,7 +72,7 @@ def _check_precision(value: str, where: str) -> str:
     return value
 
 
-_UPPER = {"batch": 2**20, "input_size": 65_536, "repeats": 1000}  # docs/inputs.md
+_UPPER = {"batch": 2**26, "input_size": 65_536, "repeats": 1000}  # docs/inputs.md
 
 
 def _positive_int(value: Any, where: str, name: str) -> int:

@@ -42,7 +42,7 @@ log = logging.getLogger("horus.service")
 MAX_BODY_BYTES = 4 * 1024 * 1024  # every request but model uploads
 BRIEF_FIELDS = ("id", "name", "owner", "state", "model", "num_gpus", "placement", "submitted", "queued_since",
                 "started", "ended", "iterations", "iterations_done", "observed_rate", "reason", "waiting", "queue",
-                "priority")
+                "priority", "batch_size", "input_size", "precision", "optimizer")
 JobId = Annotated[int, Path(ge=1, le=2**62, description="job id")]
 PROGRESS_PATH = re.compile(r"/v1/jobs/[^/]+/progress")
 JobState = Literal["queued", "running", "finished", "failed", "cancelled"]
@@ -210,8 +210,8 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
                idempotency_key: Annotated[str | None, Header(max_length=200)] = None) -> dict[str, Any]:
         """Queue a job (owned by the caller). A retry with the same idempotency key (body field or header) by the
         same caller returns the first job (200). 409: a name in both env and secret_env, a model the server does
-        not know, more GPUs (of the type asked for) than the cluster has, or a queue or priority class that does
-        not exist."""
+        not know, more GPUs (of the type asked for) than the cluster has, a queue or priority class that does
+        not exist, an input size below the model's smallest, or input_size / precision / optimizer without a model."""
         need(who, "admin", "user")
         clash = body.clash()
         if clash:
@@ -221,7 +221,8 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
                      num_gpus=body.num_gpus, command=body.command, env={**body.env, **body.secret_env},
                      cwd=body.cwd, name=body.name, gpu_type=body.gpu_type, gpu_fraction=body.gpu_fraction,
                      iterations=body.iterations, idem_key=key, owner=who.name, secret_keys=tuple(body.secret_env),
-                     queue=body.queue, priority=body.priority)
+                     queue=body.queue, priority=body.priority, input_size=body.input_size,
+                     precision=body.precision, optimizer=body.optimizer)
         try:
             row, created = scheduler.submit(new)
         except HorusInputError as exc:  # valid by the schema, refused by the server's state (cluster, models)

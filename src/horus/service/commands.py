@@ -11,7 +11,9 @@ import time
 from typing import Any
 
 from horus.errors import HorusInputError
-from horus.validation import Domain, NumberArg, path_arg
+from horus.jobs import OPTIMIZERS, job_type_key, normalize_precision
+from horus.learn.commands import PRECISION_CHOICES
+from horus.validation import LIMITS, Domain, NumberArg, path_arg
 
 # the domains of the numeric options (argparse refuses anything else: NaN, inf, out of range; exit 2)
 LIST_LIMIT = Domain(1, 100_000, True, "jobs")
@@ -22,7 +24,7 @@ FAKE_GPUS = Domain(0, 1024, True, "GPUs")
 PERIOD_S = Domain(0.01, 86400, False, "s")
 FENCE_FRACTION = Domain(0.01, 1, False)
 FENCE_KILL_S = Domain(0, 600, False, "s")
-BATCH_SIZE = Domain(1, 1_000_000, True)  # as the API's JobSubmit
+BATCH_SIZE = LIMITS["batch_size"]  # as the API's JobSubmit
 JOB_GPUS = Domain(1, 4096, True, "GPUs")
 ITERATIONS = Domain(1, 1e15, False, "iterations")
 
@@ -133,6 +135,11 @@ def _submit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="zoo model name, for prediction (see `horus features --help`)")
     p.add_argument("--onnx", type=path_arg, help="upload this ONNX graph and predict from it")
     p.add_argument("--batch-size", type=NumberArg(BATCH_SIZE), help="batch size (default 32, or the ONNX graph's)")
+    p.add_argument("--input-size", type=NumberArg("input_size"),
+                   help="image side / sequence length / feature count, for prediction (default: the catalog's)")
+    p.add_argument("--precision", choices=PRECISION_CHOICES,
+                   help="fp32, tf32, amp-fp16 (amp, fp16) or bf16 (bfloat16), for prediction (default fp32)")
+    p.add_argument("--optimizer", choices=OPTIMIZERS, help="the training optimizer, for prediction (default adam)")
     p.add_argument("--gpus", type=NumberArg(JOB_GPUS), default=1, dest="num_gpus")
     p.add_argument("--gpu-type", help="required GPU type")
     p.add_argument("--gpu-fraction", type=NumberArg("gpu_fraction"), help="share of one GPU")
@@ -282,6 +289,16 @@ def run_submit(args: argparse.Namespace) -> int:
     for option, value in (("--queue", args.queue), ("--priority", args.priority)):
         if value is not None:
             tenant_name(value, option)
+    if not (args.model or args.onnx):
+        for option, value in (("--input-size", args.input_size), ("--precision", args.precision),
+                              ("--optimizer", args.optimizer)):
+            if value is not None:
+                raise HorusInputError(option, "describes the model's training, for its prediction; give --model "
+                                              "or --onnx too")
+    if args.model:
+        from horus.graph.input_sizes import check_input_size
+
+        check_input_size(args.model, args.input_size, "--input-size")
     client = _client(args)
     model, batch = args.model, args.batch_size
     if args.onnx is not None:
@@ -292,7 +309,8 @@ def run_submit(args: argparse.Namespace) -> int:
     body = {"command": command, "model": model, "batch_size": batch, "num_gpus": args.num_gpus,
             "gpu_type": args.gpu_type, "gpu_fraction": args.gpu_fraction, "iterations": args.iterations,
             "env": env, "secret_env": secret_env or None, "name": args.name, "idempotency_key": args.idempotency_key,
-            "cwd": os.getcwd(), "queue": args.queue, "priority": args.priority}
+            "cwd": os.getcwd(), "queue": args.queue, "priority": args.priority, "input_size": args.input_size,
+            "precision": normalize_precision(args.precision, "--precision"), "optimizer": args.optimizer}
     job = client.submit({k: v for k, v in body.items() if v is not None})
     if args.json:
         print(json.dumps(job, indent=2))
@@ -333,7 +351,8 @@ def run_job(args: argparse.Namespace) -> int:
 
     console = Console()
     table = Table(title=f"job {job['id']}", show_header=False)
-    for key in ("name", "state", "queue", "priority", "attempt", "model", "batch_size", "num_gpus", "iterations",
+    for key in ("name", "state", "queue", "priority", "attempt", "model", "batch_size", "input_size", "precision",
+                "optimizer", "num_gpus", "iterations",
                 "iterations_done",
                 "observed_rate", "predicted", "placement", "command", "oom_failures", "preemptions", "exit_code",
                 "reason"):
@@ -420,7 +439,8 @@ def _jobs_table(jobs: list[dict[str, Any]], counts: dict[str, int]) -> Any:
         placement = ",".join(f"{p['agent']}:{p['gpu']}" for p in j["placement"]) or "-"
         total = j.get("iterations")
         progress = f"{j['iterations_done']:.0f}" + (f"/{total:.0f}" if total else "")
-        model = f"{j['model']}/b{j['batch_size']}" if j.get("model") else "-"
+        model = job_type_key(j["model"], j["batch_size"], j.get("input_size"), j.get("precision"),
+                             j.get("optimizer")) if j.get("model") else "-"
         reason = (j.get("waiting") or {}).get("code") or j.get("reason") or ""  # why it waits, else why it ended
         queue = (f"{j.get('queue') or '-'}" + (f"/{j['priority']}" if j.get("priority") not in (None, "normal") else ""),)
         table.add_row(j["id"], j["state"], *(queue if tenants else ()), model, str(j["num_gpus"]), placement, progress,

@@ -198,15 +198,18 @@ class LiveScheduler:
             queue, priority = None, None
         return JobSpec(job_id=row.job_id, submit_time=row.submitted, num_gpus=row.num_gpus, model=row.model,
                        batch_size=row.batch_size, iterations=row.iterations or UNKNOWN_ITERATIONS,
-                       gpu_fraction=row.gpu_fraction, gpu_type_request=row.gpu_type, queue=queue, priority=priority)
+                       gpu_fraction=row.gpu_fraction, gpu_type_request=row.gpu_type, queue=queue, priority=priority,
+                       input_size=row.input_size, precision=row.precision, optimizer=row.optimizer)
 
     # ---- requests ----------------------------------------------------------------------------------------
     def submit(self, job: NewJob) -> tuple[JobRow, bool]:
         """Validate, store (durable before it returns) and queue a job. (row, created)."""
         with self.lock:
             self.tenants.check(job.queue, job.priority)  # unknown queue or class -> HorusInputError
+            check_job_description(job)
             probe = JobSpec("probe", 0.0, job.num_gpus, job.model, job.batch_size, job.iterations or 1.0,
-                            job.gpu_fraction, job.gpu_type)
+                            job.gpu_fraction, job.gpu_type, input_size=job.input_size, precision=job.precision,
+                            optimizer=job.optimizer)
             if self.cluster.num_gpus:
                 if not self.core.admits(probe):
                     accepted = accepted_gpu_types(job.gpu_type)
@@ -704,3 +707,15 @@ def _log_tail(report: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(tail, str) or not tail:
         return {}
     return {"log_tail": tail[-MAX_LOG_TAIL_CHARS:]}
+
+
+def check_job_description(job: NewJob) -> None:
+    """HorusInputError (a 409) for an input size, precision or optimizer without a model (nothing would read
+    them), or an input size below the model's smallest (``horus.graph.input_sizes``)."""
+    from horus.graph.input_sizes import check_input_size
+
+    if not job.model:
+        for name in ("input_size", "precision", "optimizer"):
+            if getattr(job, name) is not None:
+                raise HorusInputError(name, "describes a model's training, for its prediction; give model too")
+    check_input_size(job.model, job.input_size, "input_size")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from horus.jobs import OPTIMIZERS, PRECISION_ALIASES, PRECISIONS, normalize_precision
 from horus.tenancy import NAME_MAX, PRIORITY_VALUE, QUOTA_GPUS, WEIGHT
 from horus.validation import LIMITS
 
@@ -36,6 +37,11 @@ def _integral(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_integral)]
 """An integer field: a JSON integer, or a number with no fractional part (``2.0``); never a string or a boolean."""
 Arg = Annotated[str, Field(max_length=MAX_ARG_CHARS, pattern=NO_NUL)]
+# a job's precision (an alias is stored as its canonical name) and optimizer: horus.jobs's names
+Precision = Annotated[Literal[(*PRECISIONS, *PRECISION_ALIASES)], AfterValidator(normalize_precision)]  # type: ignore[valid-type]
+Optimizer = Literal[OPTIMIZERS]  # type: ignore[valid-type]
+InputSize = Annotated[int, Field(ge=int(LIMITS["input_size"].low), le=int(LIMITS["input_size"].high)),
+                      BeforeValidator(_integral)]
 
 
 class _Strict(BaseModel):
@@ -58,7 +64,13 @@ class JobSubmit(_Strict):
                                                                    "maxLength": MAX_ARG_CHARS, "pattern": NO_NUL}]})
     model: str | None = Field(None, pattern=NAME_PATTERN, description="zoo/catalog model name or an uploaded "
                               "ONNX model's name, for prediction; without it the job gets a whole GPU")
-    batch_size: Int = Field(32, ge=1, le=1_000_000)
+    batch_size: Int = Field(32, ge=1, le=int(LIMITS["batch_size"].high))
+    input_size: InputSize | None = Field(None, description="image side / sequence length / feature count, for prediction "
+                                               "(default: the catalog's; needs model; an image model below its "
+                                               "smallest size is a 409)")
+    precision: Precision | None = Field(None, description="fp32, tf32, amp-fp16 (amp, fp16) or bf16 (bfloat16), "
+                                                          "for prediction; stored as the canonical name (needs model)")
+    optimizer: Optimizer | None = Field(None, description="the training optimizer, for prediction (needs model)")
     num_gpus: Int = Field(1, ge=1, le=4096, description="GPUs (must be 1 with gpu_fraction); more than the cluster "
                                                         "has is a 409")
     gpu_type: str | None = Field(None, pattern=r"^[A-Za-z0-9_.\-|]{1,200}$",
@@ -255,6 +267,7 @@ with the uncorrected one and the factors; ``observation``: what telemetry saw of
         "oom_failures": row.oom_failures, "preemptions": row.preemptions, "lost_runs": row.lost_runs,
         "exit_code": row.exit_code, "reason": row.reason,
         "queue": (tenant or (row.queue, row.priority))[0], "priority": (tenant or (row.queue, row.priority))[1],
+        "input_size": row.input_size, "precision": row.precision, "optimizer": row.optimizer,
     }
     if hide_env:  # anonymous readers (--open-reads) see the names, never the values
         view["env"] = dict.fromkeys(row.env, "(hidden)")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 ROLES = ("admin", "user", "agent", "join")
 IDEM_SEP = "\x1f"  # owner IDEM_SEP key
 FINAL_STATES = ("finished", "failed", "cancelled")
@@ -71,7 +71,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     owner TEXT,                                 -- the submitting identity's name (NULL: before schema 2)
     secret_keys TEXT,                           -- JSON list of env names whose values reads never return
     queue TEXT,                                 -- tenant queue (NULL: the default queue; before schema 4)
-    priority TEXT                               -- priority class (NULL: the default class)
+    priority TEXT,                              -- priority class (NULL: the default class)
+    input_size INTEGER,                         -- image side / sequence length (NULL: the catalog's; before 5)
+    precision TEXT,                             -- fp32 | tf32 | amp-fp16 | bf16 (NULL: the predictor's default)
+    optimizer TEXT                              -- horus.jobs.OPTIMIZERS (NULL: the predictor's default)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs (state);
 CREATE TABLE IF NOT EXISTS events (
@@ -174,13 +177,23 @@ def _v4_tenancy(db: sqlite3.Connection) -> None:
             db.execute(f"ALTER TABLE jobs ADD COLUMN {column} TEXT")
 
 
+def _v5_job_description(db: sqlite3.Connection) -> None:
+    """Schema 5: ``jobs.input_size``, ``jobs.precision`` and ``jobs.optimizer`` (NULL: not stated; old jobs keep
+    being predicted as before, at the catalog's input size with the predictor's defaults)."""
+    columns = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
+    for column, kind in (("input_size", "INTEGER"), ("precision", "TEXT"), ("optimizer", "TEXT")):
+        if column not in columns:
+            db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+
+
 def _observations_table(db: sqlite3.Connection) -> None:
-    """Schema 5: the ``observations`` table of online correction (a self-contained step: it only adds the table,
+    """Schema 6: the ``observations`` table of online correction (a self-contained step: it only adds the table,
     which _SCHEMA also creates)."""
     db.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS observations"):].split(";")[0])
 
 
-_MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets, 3: _v4_tenancy, 4: _observations_table}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
+_MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets, 3: _v4_tenancy, 4: _v5_job_description,
+               5: _observations_table}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 
 
 def _create(path: Path) -> None:
@@ -264,6 +277,9 @@ class JobRow:
     secret_keys: tuple[str, ...] = ()  # names in ``env`` whose values reads never return
     queue: str | None = None  # tenant queue (None: the default)
     priority: str | None = None  # priority class (None: the default)
+    input_size: int | None = None  # the job's input size (None: the catalog's)
+    precision: str | None = None  # horus.jobs.PRECISIONS (None: the predictor's default)
+    optimizer: str | None = None  # horus.jobs.OPTIMIZERS (None: the predictor's default)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRow:
@@ -314,6 +330,9 @@ class NewJob:
     secret_keys: Sequence[str] = ()  # names in ``env`` whose values reads never return
     queue: str | None = None  # tenant queue (None: the default)
     priority: str | None = None  # priority class (None: the default)
+    input_size: int | None = None  # the job's input size (None: the catalog's)
+    precision: str | None = None  # canonical horus.jobs.PRECISIONS name (None: the predictor's default)
+    optimizer: str | None = None  # horus.jobs.OPTIMIZERS (None: the predictor's default)
 
 
 class Store:
@@ -483,11 +502,12 @@ class Store:
                     return JobRow.from_row(found), False
             cur = db.execute(
                 "INSERT INTO jobs (idem_key, name, model, batch_size, num_gpus, gpu_type, gpu_fraction, iterations, "
-                "command, env, cwd, state, submitted, queued_since, owner, secret_keys, queue, priority) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?, ?, ?, ?, ?)",
+                "command, env, cwd, state, submitted, queued_since, owner, secret_keys, queue, priority, input_size, "
+                "precision, optimizer) VALUES (?,?,?,?,?,?,?,?,?,?,?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (self._idem(job), job.name, job.model, job.batch_size, job.num_gpus, job.gpu_type, job.gpu_fraction,
                  job.iterations, json.dumps(list(job.command)), json.dumps(job.env), job.cwd, now, now, job.owner,
-                 json.dumps(sorted(job.secret_keys)) if job.secret_keys else None, job.queue, job.priority))
+                 json.dumps(sorted(job.secret_keys)) if job.secret_keys else None, job.queue, job.priority,
+                 job.input_size, job.precision, job.optimizer))
             job_id = int(cur.lastrowid)
             self._event(db, job_id, now, "submitted", 0, {})
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()

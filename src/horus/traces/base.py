@@ -33,6 +33,9 @@ class RawJob:
     line: int | None = None  # line in the source file, for error messages
     queue: str | None = None  # tenant queue (horus.tenancy.check_name); None: the tenancy's default
     priority: str | None = None  # priority class name; None: the tenancy's default
+    input_size: int | None = None  # image side / sequence length / feature count; None: the catalog's
+    precision: str | None = None  # canonical horus.jobs.PRECISIONS name; None: the predictor's default
+    optimizer: str | None = None  # horus.jobs.OPTIMIZERS; None: the predictor's default
 
 
 @dataclass

@@ -27,8 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from horus.errors import HorusInputError
+from horus.jobs import parse_job_key
 from horus.traces.base import RawJob
-from horus.traces.sampler import GAVEL_JOB_TYPES, SAMPLERS, split_job_type
+from horus.traces.horus_csv import DESCRIPTION
+from horus.traces.sampler import GAVEL_JOB_TYPES, SAMPLERS
 
 KINDS = ("stream", "batch")
 MIXES = ("gavel", "zoo")
@@ -161,12 +163,18 @@ def draw_sizes_and_durations(rng: np.random.Generator, n: int, gpu_counts: dict[
 
 
 def trace_rows(jobs: list[RawJob], job_types: list[str]) -> list[dict[str, object]]:
-    """horus-format rows of ``jobs`` (submit times as given, rounded to 0.1 s) with their sampled job types."""
+    """horus-format rows of ``jobs`` (submit times as given, rounded to 0.1 s) with their sampled job types; a
+    type that states an input size, precision or optimizer (``resnet18/b128/s32/amp-fp16``) fills those columns."""
     rows = []
     for job, key in zip(jobs, job_types):
-        model, batch = split_job_type(key)
-        rows.append({"job_id": job.job_id, "submit_time": round(job.submit_time, 1), "num_gpus": job.num_gpus,
-                     "model": model, "batch_size": batch, "duration_s": int(job.duration_s or 0)})
+        parts = parse_job_key(key)
+        row: dict[str, object] = {"job_id": job.job_id, "submit_time": round(job.submit_time, 1),
+                                  "num_gpus": job.num_gpus, "model": parts.model, "batch_size": parts.batch_size,
+                                  "duration_s": int(job.duration_s or 0)}
+        for column in DESCRIPTION:
+            if getattr(parts, column) is not None:
+                row[column] = getattr(parts, column)
+        rows.append(row)
     return rows
 
 
@@ -179,18 +187,20 @@ def _mix(name: str) -> tuple[str, ...]:
 
 
 def write_trace(path: Path, rows: list[dict[str, object]], spec: WorkloadSpec, summary: dict[str, object]) -> None:
-    """The CSV with the spec and summary in ``#`` header lines (what produced it); a ``queue`` column when the
-    spec has tenants (without, the file is what it was before tenants existed)."""
-    described = asdict(spec)
+    """The CSV with the spec and summary in ``#`` header lines (what produced it); ``input_size`` / ``precision`` /
+    ``optimizer`` columns when a job type states them and a ``queue`` column when the spec has tenants (without
+    either, the file is what it was before they existed)."""
+    settings = asdict(spec)
     if not spec.tenants:
-        del described["tenants"]
-    columns = (*COLUMNS, "queue") if spec.tenants else COLUMNS
+        del settings["tenants"]
+    described = tuple(c for c in DESCRIPTION if any(c in row for row in rows))  # only when a job states one
+    columns = (*COLUMNS, *described, *(("queue",) if spec.tenants else ()))
     lines = [
         "# Horus synthetic workload (horus trace format, docs/traces.md): horus trace generate",
         "# duration_s = run time alone on the reference GPU",
-        f"# spec: {json.dumps(described, sort_keys=True)}",
+        f"# spec: {json.dumps(settings, sort_keys=True)}",
         f"# summary: {json.dumps(summary, sort_keys=True)}",
         ",".join(columns),
-        *(",".join(str(row[c]) for c in columns) for row in rows),
+        *(",".join(str(row.get(c, "")) for c in columns) for row in rows),
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -2,9 +2,11 @@
 
 Columns: ``job_id, submit_time, num_gpus, model, batch_size`` and ``iterations`` and/or
 ``duration_s`` (each row fills exactly one); optional ``gpu_fraction``, ``gpu_type``, ``queue`` and
-``priority`` (the job's tenant queue and priority class: names, ``horus.tenancy.check_name``). Lines
-starting with ``#`` are comments. ``model``/``batch_size`` may both be left empty for the
-profile sampler to fill; a given model must be in the model catalog.
+``priority`` (the job's tenant queue and priority class: names, ``horus.tenancy.check_name``), and the job's
+own description: ``input_size`` (1 - 65,536), ``precision`` (``horus.jobs.PRECISIONS`` or an alias such as
+``amp``; stored canonical) and ``optimizer`` (``horus.jobs.OPTIMIZERS``), each empty for the defaults and
+only with a model. Lines starting with ``#`` are comments. ``model``/``batch_size`` may both be left empty for
+the profile sampler to fill; a given model must be in the model catalog.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from horus.traces.base import TRACE_LOADERS, RawJob, Trace, make_trace
 from horus.validation import LIMITS
 
 REQUIRED = ("job_id", "submit_time", "num_gpus", "model", "batch_size")
-OPTIONAL = ("iterations", "duration_s", "gpu_fraction", "gpu_type", "queue", "priority")
+OPTIONAL = ("iterations", "duration_s", "gpu_fraction", "gpu_type", "queue", "priority", "input_size", "precision",
+            "optimizer")
+DESCRIPTION = ("input_size", "precision", "optimizer")  # a job's own description (horus.jobs.JobSpec)
 
 
 def known_models() -> set[str] | None:
@@ -74,6 +78,40 @@ def _fractions(table: CsvTable, gpus: np.ndarray) -> np.ndarray:
     return frac
 
 
+def _description(table: CsvTable, models: list[str]) -> list[tuple[int | None, str | None, str | None]]:
+    """Each row's (input size, canonical precision, optimizer); None where a cell is empty or the column absent."""
+    from horus.errors import HorusInputError
+    from horus.jobs import check_optimizer, normalize_precision
+
+    n = len(table)
+    sizes = table.bounded("input_size", LIMITS["input_size"], allow_empty=True) if table.has("input_size") \
+        else np.full(n, np.nan)
+    columns: dict[str, list[str | None]] = {}
+    for column, check in (("precision", normalize_precision), ("optimizer", check_optimizer)):
+        if not table.has(column):
+            columns[column] = [None] * n
+            continue
+        cells = table.text(column)
+        known: dict[str, str | None] = {}
+        for row, cell in enumerate(cells):
+            if cell not in known:  # a few distinct values, many rows
+                try:
+                    known[cell] = check(cell, column)
+                except HorusInputError as exc:
+                    table.fail(row, column, exc.message)
+        columns[column] = [known[cell] for cell in cells]
+    out = []
+    for row in range(n):
+        size = None if np.isnan(sizes[row]) else int(sizes[row])
+        described = (size, columns["precision"][row], columns["optimizer"][row])
+        if not models[row] and any(v is not None for v in described):
+            column = DESCRIPTION[next(i for i, v in enumerate(described) if v is not None)]
+            table.fail(row, column, "describes the job's model; give model and batch_size too (empty: the sampler "
+                                    "picks a catalog job type)")
+        out.append(described)
+    return out
+
+
 @TRACE_LOADERS.register("horus")
 def load_horus(path: Path) -> Trace:
     table = read_csv_table(path, "horus", REQUIRED, OPTIONAL, allow_extra=False)
@@ -95,11 +133,12 @@ def load_horus(path: Path) -> Trace:
         if request and not all(part.strip() for part in request.split("|")):
             table.fail(row, "gpu_type", f"expected GPU type names separated by '|', got {request!r}")
     queues, priorities = table.names("queue", "queue"), table.names("priority", "priority class")
+    described = _description(table, models)
     order, rebased, offset = rebase_order(submit)
     jobs = [
         RawJob(ids[i], float(rebased[i]), int(gpus[i]), optional_float(dur[i]), optional_float(iters[i]),
                models[i] or None, None if np.isnan(batch[i]) else int(batch[i]), optional_float(frac[i]),
-               gpu_type[i] or None, int(table.lines[i]), queues[i], priorities[i])
+               gpu_type[i] or None, int(table.lines[i]), queues[i], priorities[i], *described[i])
         for i in order
     ]
     trace = make_trace(jobs, table.source, table.sha256, "horus")

@@ -8,7 +8,9 @@
 - ``duration_s`` becomes ``iterations = duration_s / truth.solo(job_type, reference_gpu).iter_time_s``:
   the trace says how long the job ran, so in the simulated world it takes exactly that long when
   running alone (no co-location, solo per-worker speed) on the reference GPU type.
-- ``queue`` / ``priority`` (the job's tenant and priority class) are passed on as they are.
+- ``queue`` / ``priority`` (the job's tenant and priority class) are passed on as they are, and so are
+  ``input_size`` / ``precision`` / ``optimizer`` (the job's own description): they are part of the job type
+  (``resnet18/b128/s32/amp-fp16``), which a truth that lists its job types must know.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str =
             model, batch = split_job_type(drawn[job.job_id])
         else:
             model, batch = job.model, int(job.batch_size or 0)
-        key = job_type_key(model, batch)
+        key = job_type_key(model, batch, job.input_size, job.precision, job.optimizer)
         if known_set and key not in known_set:
             raise HorusInputError(trace.source, f"{_where(trace, job)}: job type {key!r} is unknown to truth model "
                                                 f"{truth.name!r} (known: {', '.join(sorted(known_set))})")
@@ -67,5 +69,6 @@ def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str =
                 iter_time[key] = truth.solo(key, reference_gpu).iter_time_s
             iterations = float(job.duration_s or 0.0) / iter_time[key]
         specs.append(JobSpec(job.job_id, job.submit_time, job.num_gpus, model, batch, iterations,
-                             job.gpu_fraction, job.gpu_type_request, job.queue, job.priority))
+                             job.gpu_fraction, job.gpu_type_request, job.queue, job.priority, job.input_size,
+                             job.precision, job.optimizer))
     return specs
