@@ -1,31 +1,58 @@
 """Per-operator description of one training step, as the physical predictor reads it (no torch).
 
-A ``Workload`` holds, for one model at its catalog input size, arrays over merged operators: kind,
-count, and FLOPs / bytes as ``fixed + per_sample x batch``. Zoo models come from the shipped
-``horus/data/model_ops.csv`` (written by ``python -m horus.graph.build_catalog``); plain MLPs (GPUMemNet's
-measured nets) are described analytically by ``mlp_workload``.
+A ``Workload`` holds, for one model at one input size, arrays over merged operators: kind, count, and FLOPs /
+bytes as ``fixed + per_sample x batch``. Zoo models come from the shipped ``horus/data/model_ops.csv`` (written
+by ``python -m horus.graph.build_catalog``), which records each model at several input sizes (image models at
+32/64/128/224 px and their default; sequence models at 32-512 tokens; recommendation and RL models at their
+default only); plain MLPs (GPUMemNet's measured nets) are described analytically by ``mlp_workload``.
+
+``catalog_workload(model, input_size)``:
+
+* a recorded size (or None: the catalog's size) gives that table exactly;
+* between recorded sizes, each op kind's totals (op count, fixed and per-sample FLOPs, fixed and per-sample bytes)
+  and the step's saved activations and train FLOPs are interpolated in log-log space between the two neighbouring
+  tables, and the nearer table's ops are rescaled to those totals (per kind: counts by the count ratio, each op's
+  cost by the rest). Fixed-size parts (a VGG's 4096-wide classifier, weight reads) stay fixed where both
+  neighbours agree, attention grows as its neighbours say (quadratically in the sequence length), a recurrent
+  net's per-step kernels multiply in number;
+* outside the recorded range the end segment's exponents extrapolate;
+* a model recorded at one size only (Inception v3 at 299, the RL nets) scales its per-sample work with the input's
+  elements (pixels, or sequence length), an over-estimate for fixed-size heads;
+* recommendation models (NCF, DLRM, Recoder) have no input size a job could change (ids, feature counts fixed by
+  the data set): a stated size is ignored and the catalog's table is used;
+* image models refuse sizes below ``horus.graph.input_sizes.MIN_INPUT_SIZE`` (one-line ``HorusInputError``).
+
+Error of the interpolation, measured with ``python scripts/input_size_error.py`` (each interior recorded size
+left out of the table in turn, and exact tables extracted with torch at sizes the table does not hold; error of
+total FLOPs / bytes / saved activations at batch 32 and of the physical predictor's A100 iteration time): see
+``docs/predictors.md`` ("Input sizes"). Results are cached per (model, size).
 """
 
 from __future__ import annotations
 
 import csv
+import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 
 import numpy as np
 
 from horus.catalog import load_catalog
 from horus.errors import HorusInputError
+from horus.graph.input_sizes import MIN_INPUT_SIZE, check_input_size
 
 # Op kinds of horus.graph.opcost (kept as strings here: this module must not import torch).
 MATRIX, KERNEL, HOST = "matrix", "kernel", "host"
 RNN_SUFFIX = "_rnn"
 PARAM_TENSORS = "param_tensors"
+SAMPLE_TOTALS = "sample_totals"
 IMAGE_FAMILIES = frozenset({"cnn", "gan", "detector"})
+SIZELESS_FAMILIES = frozenset({"recommendation"})  # inputs are ids / fixed feature vectors
 KINDS = (MATRIX, KERNEL, HOST, MATRIX + RNN_SUFFIX, KERNEL + RNN_SUFFIX, HOST + RNN_SUFFIX)
+_OPS_FILE = "horus/data/model_ops.csv"
 
 
 @dataclass(frozen=True)
@@ -52,13 +79,13 @@ class Workload:
         return np.isin(self.kind, kinds)
 
 
-def _from_rows(name: str, family: str, rows: Sequence[dict[str, float | str]], params: float,
+def _from_rows(name: str, family: str, rows: Sequence[Mapping[str, float | str]], params: float,
                activation_bytes: float, train_flops: float) -> Workload:
-    ops = [r for r in rows if r["kind"] != PARAM_TENSORS]
+    ops = [r for r in rows if r["kind"] not in (PARAM_TENSORS, SAMPLE_TOTALS)]
     tensors = sum(int(r["count"]) for r in rows if r["kind"] == PARAM_TENSORS)
     unknown = {r["kind"] for r in ops} - set(KINDS)
     if unknown:
-        raise HorusInputError("horus/data/model_ops.csv", f"model {name!r}: unknown op kind {sorted(unknown)[0]!r}")
+        raise HorusInputError(_OPS_FILE, f"model {name!r}: unknown op kind {min(unknown)!r}")
     return Workload(
         name=name, family=family, kind=np.array([r["kind"] for r in ops], dtype=object),
         count=np.array([float(r["count"]) for r in ops]),
@@ -70,49 +97,129 @@ def _from_rows(name: str, family: str, rows: Sequence[dict[str, float | str]], p
 
 
 @lru_cache(maxsize=1)
-def _op_rows() -> dict[str, list[dict[str, str]]]:
+def _op_rows() -> dict[str, dict[int, list[dict[str, str]]]]:
+    """model -> input size -> rows (a table without the ``input_size`` column: all rows at size 0)."""
     ref = resources.files("horus.data").joinpath("model_ops.csv")
-    rows: dict[str, list[dict[str, str]]] = defaultdict(list)
+    rows: dict[str, dict[int, list[dict[str, str]]]] = defaultdict(lambda: defaultdict(list))
     with ref.open("r", newline="") as fh:
         for row in csv.DictReader(fh):
-            rows[row["name"]].append(row)
-    return dict(rows)
+            rows[row["name"]][int(row.get("input_size") or 0)].append(row)
+    return {name: dict(by_size) for name, by_size in rows.items()}
+
+
+def table_sizes(model: str) -> list[int]:
+    """Input sizes at which the shipped operator table holds ``model`` (empty when it holds none)."""
+    default = load_catalog()[model].input_size if model in load_catalog() else 0
+    return sorted(s or default for s in _op_rows().get(model, {}))
 
 
 def catalog_workload(model: str, input_size: int | None = None) -> Workload:
     """The workload of a catalog model at ``input_size`` (None: the catalog's own size); HorusInputError when the
-    model or its operator rows are missing.
+    model or its operator rows are missing, or an image model's size is below its ``MIN_INPUT_SIZE``.
 
-    At another input size every per-sample FLOP, byte and saved activation scales with the input's elements
-    (pixels for image families, sequence length otherwise) -- exact for convolutions and per-token layers, an
-    over-estimate for fixed-size heads.
+    Recorded sizes are exact, others interpolated / extrapolated per op kind in log-log space (module docstring);
+    recommendation models keep their catalog size whatever ``input_size`` says.
     """
-    w = _catalog_workload(model)
+    catalog = load_catalog()
+    if model not in catalog:
+        raise HorusInputError("model", f"unknown model {model!r}; known: {', '.join(sorted(catalog))}")
+    info = catalog[model]
+    if input_size is None or info.family in SIZELESS_FAMILIES:
+        return _workload_at(model, info.input_size)
+    check_input_size(model, input_size, "input_size")
+    if input_size < 1:
+        raise HorusInputError("input_size", f"input size must be at least 1, got {input_size}")
+    return _workload_at(model, int(input_size))
+
+
+@lru_cache(maxsize=512)
+def _workload_at(model: str, size: int) -> Workload:
+    sizes = table_sizes(model)
+    if not sizes:
+        raise HorusInputError(_OPS_FILE, f"no operator rows for model {model!r}; "
+                                         "rebuild with python -m horus.graph.build_catalog")
+    if size in sizes:
+        return _table(model, size)
+    if len(sizes) == 1:
+        return _scale_by_elements(_table(model, sizes[0]), model, sizes[0], size)
+    return interpolate({s: _table(model, s) for s in sizes}, size)
+
+
+@cache
+def _table(model: str, size: int) -> Workload:
+    """The recorded table of ``model`` at ``size`` (one of ``table_sizes``)."""
+    by_size = _op_rows()[model]
+    return rows_workload(model, size, by_size.get(size) or by_size[0])
+
+
+def rows_workload(model: str, size: int, rows: Sequence[Mapping[str, float | str]]) -> Workload:
+    """The workload of catalog model ``model`` from its operator-table ``rows`` recorded at ``size`` (saved
+    activations and train FLOPs from the ``sample_totals`` row; the catalog's own at the catalog's size)."""
     info = load_catalog()[model]
-    if input_size is None or input_size == info.input_size:
-        return w
-    ratio = input_elements(info.family, input_size) / input_elements(info.family, info.input_size)
+    totals = next((r for r in rows if r["kind"] == SAMPLE_TOTALS), None)
+    if size == info.input_size or totals is None:
+        acts, train = info.activation_bytes_per_sample, info.train_flops_per_sample
+    else:
+        acts, train = float(totals["bytes_per_sample"]), float(totals["flops_per_sample"])
+    w = _from_rows(model, info.family, rows, info.params, acts, train)
+    return replace(w, input_elements=input_elements(info.family, info.input_size)
+                   * _elements_ratio(model, size, info.input_size))
+
+
+def _elements_ratio(model: str, size: int, reference: int) -> float:
+    """Input elements at ``size`` over those at ``reference``: pixels for image models, else the size itself."""
+    ratio = size / reference
+    return ratio**2 if model in MIN_INPUT_SIZE else ratio
+
+
+def _scale_by_elements(w: Workload, model: str, recorded: int, size: int) -> Workload:
+    ratio = _elements_ratio(model, size, recorded)
     flops, byts = w.flops.copy(), w.bytes.copy()
     flops[:, 1] *= ratio
     byts[:, 1] *= ratio
     return replace(w, flops=flops, bytes=byts, activation_bytes_per_sample=w.activation_bytes_per_sample * ratio,
                    train_flops_per_sample=w.train_flops_per_sample * ratio,
-                   input_elements=input_elements(info.family, input_size))
+                   input_elements=w.input_elements * ratio)
 
 
-@lru_cache(maxsize=None)
-def _catalog_workload(model: str) -> Workload:
-    catalog = load_catalog()
-    if model not in catalog:
-        raise HorusInputError("model", f"unknown model {model!r}; known: {', '.join(sorted(catalog))}")
-    rows = _op_rows().get(model)
-    if not rows:
-        raise HorusInputError("horus/data/model_ops.csv", f"no operator rows for model {model!r}; "
-                              "rebuild with python -m horus.graph.build_catalog")
-    info = catalog[model]
-    w = _from_rows(model, info.family, rows, info.params, info.activation_bytes_per_sample,
-                   info.train_flops_per_sample)
-    return replace(w, input_elements=input_elements(info.family, info.input_size))
+def _kind_totals(w: Workload, kind: str) -> np.ndarray:
+    """(op count, fixed FLOPs, per-sample FLOPs, fixed bytes, per-sample bytes) summed over ops of ``kind``."""
+    m = w.kind == kind
+    c = w.count[m]
+    return np.array([c.sum(), c @ w.flops[m, 0], c @ w.flops[m, 1], c @ w.bytes[m, 0], c @ w.bytes[m, 1]])
+
+
+def _power_ratio(low: np.ndarray | float, high: np.ndarray | float, span: float, step: float) -> np.ndarray:
+    """exp(exponent x step) with the log-log exponent between ``low`` and ``high`` over log-size ``span``
+    (exponent 0 where either is not positive)."""
+    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    ok = (low > 0) & (high > 0)
+    exponent = np.where(ok, np.log(np.where(ok, high, 1.0) / np.where(ok, low, 1.0)) / span, 0.0)
+    return np.exp(exponent * step)
+
+
+def interpolate(tables: Mapping[int, Workload], size: int) -> Workload:
+    """``tables`` (recorded sizes -> workloads, at least two) at ``size``: the nearer neighbouring table with each
+    op kind's totals, saved activations and train FLOPs moved along the neighbours' log-log line."""
+    sizes = sorted(tables)
+    i = int(np.searchsorted(sizes, size))
+    lo, hi = sizes[min(max(i - 1, 0), len(sizes) - 2)], sizes[min(max(i, 1), len(sizes) - 1)]
+    base = lo if abs(math.log(size / lo)) <= abs(math.log(hi / size)) else hi
+    wl, wh, wb = tables[lo], tables[hi], tables[base]
+    span, step = math.log(hi / lo), math.log(size / base)
+    count, flops, byts = wb.count.copy(), wb.flops.copy(), wb.bytes.copy()
+    for kind in set(wb.kind):
+        m = wb.kind == kind
+        r_count, r_f0, r_f1, r_b0, r_b1 = _power_ratio(_kind_totals(wl, kind), _kind_totals(wh, kind), span, step)
+        count[m] *= r_count
+        flops[m] *= np.array([r_f0, r_f1]) / r_count
+        byts[m] *= np.array([r_b0, r_b1]) / r_count
+    r_act, r_train = _power_ratio([wl.activation_bytes_per_sample, wl.train_flops_per_sample],
+                                  [wh.activation_bytes_per_sample, wh.train_flops_per_sample], span, step)
+    return replace(wb, count=count, flops=flops, bytes=byts,
+                   activation_bytes_per_sample=wb.activation_bytes_per_sample * float(r_act),
+                   train_flops_per_sample=wb.train_flops_per_sample * float(r_train),
+                   input_elements=wb.input_elements * _elements_ratio(wb.name, size, base))
 
 
 def input_elements(family: str, input_size: int) -> float:
