@@ -29,10 +29,12 @@ from horus.predict.workload import (
 )
 
 BATCH = 32
-# Worst |relative error| of total FLOPs, bytes and saved activations measured by scripts/input_size_error.py
-# (leave each recorded size out): interior sizes and sizes beyond either end, rounded up.
-INTERP_BOUND = 0.10
-EXTRAP_BOUND = 0.35
+# Worst |relative error| of total FLOPs, bytes and saved activations measured by scripts/input_size_error.py,
+# rounded up: leaving each recorded size out (neighbours twice as far apart as in the shipped table) 8.5 % inside
+# the recorded range (SqueezeNet's ceil-mode pooling), 33 % beyond it; against torch at unrecorded sizes 1.1 %.
+LEFT_OUT_INTERP_BOUND = 0.10
+LEFT_OUT_EXTRAP_BOUND = 0.35
+EXACT_BOUND = 0.02
 
 
 def shipped_rows() -> dict[tuple[str, int], list[dict[str, str]]]:
@@ -88,7 +90,7 @@ def test_left_out_sizes_are_predicted_within_the_measured_bound() -> None:
         for s in sizes:
             rest = {k: v for k, v in tables.items() if k != s}
             err = np.abs(totals(interpolate(rest, s)) / totals(tables[s]) - 1)
-            bound = INTERP_BOUND if sizes[0] < s < sizes[-1] else EXTRAP_BOUND
+            bound = LEFT_OUT_INTERP_BOUND if sizes[0] < s < sizes[-1] else LEFT_OUT_EXTRAP_BOUND
             assert (err <= bound).all(), (model, s, err)
 
 
@@ -106,7 +108,7 @@ def test_vgg_classifier_does_not_shrink_with_pixels() -> None:
     for w in (small, large):
         assert np.isclose(w.flops[w.kind == MATRIX, 1], head, rtol=1e-3).any()
     ratio = (32 / 224) ** 2
-    assert totals(small)[0] > 3 * ratio * totals(large)[0]  # linear-in-pixels scaling would give ratio
+    assert totals(small)[0] > 1.5 * ratio * totals(large)[0]  # scaling linearly with pixels would give 1 x ratio
 
 
 def test_attention_and_recurrence_scale_as_their_neighbours() -> None:
@@ -149,4 +151,4 @@ def test_interpolation_against_a_torch_extraction() -> None:
     for model, size in (("resnet50", 96), ("bert_base", 200)):
         exact = rows_workload(model, size, zoo_op_table(model, input_size=size))
         err = np.abs(totals(catalog_workload(model, size)) / totals(exact) - 1)
-        assert (err <= INTERP_BOUND).all(), (model, size, err)
+        assert (err <= EXACT_BOUND).all(), (model, size, err)
