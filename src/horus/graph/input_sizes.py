@@ -24,7 +24,7 @@ MIN_INPUT_SIZE: dict[str, int] = {
     "cyclegan": 32, "inception_v3": 299, "mobilenet_v2": 32, "mobilenet_v3_large": 32, "mobilenet_v3_small": 32,
     "efficientnet_b0": 32, "shufflenet_v2_cifar100": 32, "resnet18": 32, "resnet34": 32, "resnet50": 32,
     "resnet101": 32, "resnet18_cifar": 32, "a3c": 32, "ppo": 36, "vgg11": 32, "vgg16": 32, "vgg19": 32,
-    "alexnet": 63, "vit_b16": 32,
+    "alexnet": 63, "vit_b16": 32, "vgg11_cifar": 32, "vgg16_cifar": 32, "resnet50_cifar": 32, "mobilenet_v2_cifar": 32,
 }
 
 

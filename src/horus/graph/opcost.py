@@ -14,8 +14,10 @@ memory, no compute) by a ``TorchDispatchMode``:
   per-time-step kernels itself, so they cost GPU time but no per-op framework dispatch on the host.
 
 Recording at two batch sizes gives each op's cost as ``fixed + per_sample x batch``; identical ops are
-merged with a count. The result is the shipped table ``horus/data/model_ops.csv`` (see
-``horus.graph.build_catalog``) so the simulator needs no torch.
+merged with a count. Each model is recorded at several input sizes (``input_size`` column); two pseudo-kind rows
+per size carry the trainable parameter tensors (``param_tensors``) and the step's per-sample totals
+(``sample_totals``: train FLOPs and saved-activation bytes, as the catalog counts them). The result is the shipped
+table ``horus/data/model_ops.csv`` (see ``horus.graph.build_catalog``) so the simulator needs no torch.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from torch.utils.flop_counter import flop_registry, shape_wrapper
 from horus.graph.extract import _conv_backward_flops, _fake_mode_for, default_loss
 from horus.graph.ops import MATMUL_OPS, op_name
 
-OPS_COLUMNS: tuple[str, ...] = ("name", "kind", "count", "flops_fixed", "flops_per_sample", "bytes_fixed",
+OPS_COLUMNS: tuple[str, ...] = ("name", "input_size", "kind", "count", "flops_fixed", "flops_per_sample", "bytes_fixed",
                                 "bytes_per_sample")
 _MATRIX_OPS = MATMUL_OPS | {"addmm", "convolution", "convolution_backward", "_convolution", "linear",
                             "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
@@ -46,6 +48,8 @@ _HOST_OPS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new
 _CONV_BACKWARD = shape_wrapper(_conv_backward_flops)
 # Pseudo-kind of one row per model: ``count`` = trainable parameter tensors (optimizer-step kernels).
 PARAM_TENSORS = "param_tensors"
+# Pseudo-kind of one row per model and size: flops_per_sample = train FLOPs, bytes_per_sample = saved activations.
+SAMPLE_TOTALS = "sample_totals"
 
 
 @dataclass(frozen=True)
@@ -176,18 +180,28 @@ def op_table(small: list[OpRecord], large: list[OpRecord], batch_small: int, bat
              "bytes_per_sample": k[4]} for k, n in sorted(merged.items())]
 
 
-def zoo_op_table(name: str, batches: tuple[int, int] = (2, 4)) -> list[dict[str, Any]]:
-    """``op_table`` rows (with ``name``) for zoo model ``name`` at its default input size."""
-    from horus.graph.extract import build_zoo_model
+def zoo_op_table(name: str, batches: tuple[int, int] = (2, 4), input_size: int | None = None) -> list[dict[str, Any]]:
+    """``op_table`` rows (with ``name`` and ``input_size``) for zoo model ``name`` (None: its default size).
+
+    The ``sample_totals`` row holds the catalog's per-sample train FLOPs and saved-activation bytes
+    (``count_flops_and_activations`` at batch ``batches[0]``, divided by it and truncated, as
+    ``build_catalog.catalog_row``).
+    """
+    from horus.graph.extract import build_zoo_model, count_flops_and_activations
     from horus.zoo import get_entry
 
     entry = get_entry(name)
     recs = []
     for batch in batches:
-        model, inputs, _ = build_zoo_model(name, batch)
+        model, inputs, size = build_zoo_model(name, batch, input_size)
         recs.append(record_ops(model, inputs, entry.loss_fn))
     tensors = sum(1 for p in model.parameters() if p.requires_grad)
     rows = op_table(recs[0], recs[1], *batches)
     rows.append({"kind": PARAM_TENSORS, "count": tensors, "flops_fixed": 0.0, "flops_per_sample": 0.0,
                  "bytes_fixed": 0.0, "bytes_per_sample": 0.0})
-    return [{"name": name, **row} for row in rows]
+    model, inputs, _ = build_zoo_model(name, batches[0], input_size)
+    _, train, saved = count_flops_and_activations(model, inputs, entry.loss_fn)
+    rows.append({"kind": SAMPLE_TOTALS, "count": 1, "flops_fixed": 0.0,
+                 "flops_per_sample": float(int(train / batches[0])), "bytes_fixed": 0.0,
+                 "bytes_per_sample": float(int(saved / batches[0]))})
+    return [{"name": name, "input_size": size, **row} for row in rows]
