@@ -64,12 +64,23 @@ def test_bad_cells_name_file_line_and_column(tmp_path: Path, body: str, column: 
     assert "\n" not in message
 
 
-def test_a_truth_that_lists_its_job_types_refuses_a_described_type_it_does_not_know(tmp_path: Path) -> None:
-    trace = load_trace(_write(tmp_path, "a,0,1,resnet18_cifar,128,100,32,,\n"), "horus")
-    with pytest.raises(HorusInputError, match=r"line 2, job 'a': job type 'resnet18_cifar/b128/s32' is unknown"):
-        materialize(trace, ParametricTruth(), seed=0)
+def test_the_parametric_world_replays_a_described_type_a_listing_truth_refuses_it(tmp_path: Path) -> None:
+    from horus.truth.base import TruthModel
+
+    trace = load_trace(_write(tmp_path, "a,0,1,resnet18_cifar,128,100,64,,\n"), "horus")
+    spec = materialize(trace, ParametricTruth(), seed=0)[0]
+    assert spec.job_type == "resnet18_cifar/b128/s64"
+    truth = ParametricTruth()  # the synthetic world scales the work with the input's pixels
+    assert truth.solo("resnet18_cifar/b128/s64", V100).iter_time_s > truth.solo("resnet18_cifar/b128", V100).iter_time_s
+    assert truth.solo("resnet18_cifar/b128/s64", V100).mem_mib > truth.solo("resnet18_cifar/b128", V100).mem_mib
+
+    class Listing(ParametricTruth):  # a truth that knows only the types it lists (as the measured ones do)
+        knows = TruthModel.knows
+
+    with pytest.raises(HorusInputError, match=r"line 2, job 'a': job type 'resnet18_cifar/b128/s64' is unknown"):
+        materialize(trace, Listing(), seed=0)
     plain = load_trace(_write(tmp_path, "a,0,1,resnet18_cifar,128,100,,,\n"), "horus")
-    assert materialize(plain, ParametricTruth(), seed=0)[0].job_type == "resnet18_cifar/b128"
+    assert materialize(plain, Listing(), seed=0)[0].job_type == "resnet18_cifar/b128"
 
 
 def test_the_generator_writes_the_columns_only_when_a_job_type_states_them(tmp_path: Path) -> None:

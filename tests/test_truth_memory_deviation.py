@@ -17,6 +17,7 @@ from horus.cli import main as cli_main
 from horus.colocation.truth_measured import MeasuredTruth
 from horus.errors import HorusInputError
 from horus.gpu_types import preset
+from horus.jobs import parse_job_type
 from horus.policies.base import Action, Policy, Start
 from horus.predict.analytic import AnalyticPredictor
 from horus.sim.engine import SimConfig, simulate
@@ -27,7 +28,7 @@ from horus.truth.base import SoloTruth
 from horus.truth.memory import CUDA_CONTEXT_MIB, training_memory_mib
 from horus.truth.memory_deviation import MemoryDeviation, load_deviation
 from horus.truth.memory_fit import fit_memory_deviation, memory_rows, quantile_cdf
-from horus.truth.parametric import DEFAULT_JOB_TYPES, ParametricTruth, parse_job_type
+from horus.truth.parametric import DEFAULT_JOB_TYPES, ParametricTruth
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -7,8 +7,9 @@ import pytest
 from horus.catalog import load_catalog
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
+from horus.jobs import parse_job_type
 from horus.truth.base import TRUTH_MODELS
-from horus.truth.parametric import ParametricTruth, parse_job_type
+from horus.truth.parametric import ParametricTruth
 
 V100 = GPUType("V100", 16384, 1.0)
 SLOW = GPUType("K80", 12288, 0.3)

@@ -9,11 +9,13 @@ models in the zoo). Feature names are shared with the learned predictors: see ``
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
 from horus.errors import HorusInputError
+
+IMAGE_FAMILIES = frozenset({"cnn", "gan", "detector"})  # fed images: work grows with the side squared
 
 # Op-kind histogram keys, in schema order.
 OP_KINDS: tuple[str, ...] = (
@@ -48,6 +50,20 @@ class ModelInfo:
     depth: int
     op_counts: dict[str, int]
     source: str  # how the row was obtained, e.g. "horus.graph (torch 2.13.0)" or "published: <ref>"
+
+    def at_input_size(self, size: int | None) -> ModelInfo:
+        """This model at input size ``size`` (None or its own: itself): per-sample FLOPs and saved activations
+        scaled with the input's elements (pixels for image families, else the size). A first-order rule (exact for
+        convolutions and per-token layers, high for fixed-size heads); the physical predictor reads recorded
+        per-size operator tables instead (``horus.predict.workload``)."""
+        if size is None or size == self.input_size or self.input_size <= 0:
+            return self
+        ratio = size / self.input_size
+        if self.family in IMAGE_FAMILIES:
+            ratio *= ratio
+        return replace(self, forward_flops_per_sample=self.forward_flops_per_sample * ratio,
+                       train_flops_per_sample=self.train_flops_per_sample * ratio,
+                       activation_bytes_per_sample=self.activation_bytes_per_sample * ratio, input_size=size)
 
     def features(self, batch_size: int) -> dict[str, float]:
         """The FEATURE_NAMES vector for this model at ``batch_size``."""

@@ -107,6 +107,13 @@ def parse_job_key(job_type: str) -> JobKey:
                   match["optimizer"])
 
 
+def type_spec(job_type: str, job_id: str = "type") -> JobSpec:
+    """A one-GPU JobSpec of ``job_type`` with every part its key states (to predict a type rather than a job)."""
+    key = parse_job_key(job_type)
+    return JobSpec(job_id, 0.0, 1, key.model, key.batch_size, 1.0, input_size=key.input_size,
+                   precision=key.precision, optimizer=key.optimizer)
+
+
 def parse_job_type(job_type: str) -> tuple[str, int]:
     """``'resnet50/b64'`` (or a key with input size / precision / optimizer) -> ``('resnet50', 64)``."""
     key = parse_job_key(job_type)

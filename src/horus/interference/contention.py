@@ -71,9 +71,9 @@ def solo_phases(job_type: str, gpu: GPUType | str, params: PhysicalParams | None
         return SATURATED
     key = parse_job_key(job_type)
     spec = gpu_spec(gpu_type_of(gpu).name)
-    amp = key.precision in ("amp-fp16", "bf16")
     e = estimate(catalog_workload(key.model, key.input_size), key.batch_size, spec,
-                 params if params is not None else shipped_params(), key.optimizer or "adam", amp)
+                 params if params is not None else shipped_params(), key.optimizer or "adam",
+                 precision=key.precision)
     busy = min(max(e.busy_s, 1e-12), e.iter_time_s)
     return SoloPhases(e.iter_time_s, busy, e.compute_s / max(e.busy_s, 1e-12), e.memory_s / max(e.busy_s, 1e-12))
 

@@ -16,7 +16,7 @@ import numpy as np
 from horus.catalog import FEATURE_NAMES, model_info
 from horus.cluster import GPUType
 from horus.errors import HorusInputError
-from horus.jobs import JobSpec, parse_job_type
+from horus.jobs import parse_job_type, type_spec
 from horus.predict.base import Predictor, whole_gpu
 from horus.sources.gavel import GavelThroughputs
 
@@ -132,8 +132,7 @@ class JobFeatures:
         if job_type.startswith("/b"):  # a job without a model (e.g. a live job given only a GPU fraction)
             p = whole_gpu(gpu_type_of(gpu))
             return float(p.util), float(p.mem_mib)
-        model, batch = parse_job_type(job_type)
-        p = pred.predict(JobSpec("feature", 0.0, 1, model, batch, 1.0), gpu_type_of(gpu))
+        p = pred.predict(type_spec(job_type, "feature"), gpu_type_of(gpu))
         return float(p.util), float(p.mem_mib)
 
     def vector(self, job_type: str, gpu: GPUType | str) -> np.ndarray:

@@ -28,7 +28,7 @@ from horus.cluster import GPUType
 from horus.gpu_types import gpu_spec
 from horus.interference.base import INTERFERENCE_MODELS, InterferenceModel, clip_throughput
 from horus.interference.data import JobFeatures, Observation, gpu_type_of
-from horus.jobs import parse_job_type
+from horus.jobs import parse_job_key
 from horus.predict.physical import SMOOTH_MAX_POWER, PhysicalParams, estimate, shipped_params
 from horus.predict.workload import catalog_workload
 
@@ -112,9 +112,10 @@ class PhysicalInterference(InterferenceModel):
         key = (job_type, gt.name)
         hit = self._physics.get(key)
         if hit is None:
-            model, batch = parse_job_type(job_type)
+            key = parse_job_key(job_type)
             spec = gpu_spec(gt.name)
-            e = estimate(catalog_workload(model), batch, spec, self.params)
+            e = estimate(catalog_workload(key.model, key.input_size), key.batch_size, spec, self.params,
+                         key.optimizer or "adam", precision=key.precision)
             busy = max(e.busy_s, 1e-12)
             hit = self._physics[key] = JobPhysics(e.busy_s, e.host_s, e.step_s, e.iter_time_s, e.compute_s / busy,
                                                   e.memory_s / busy, e.mem_mib / (spec.memory_gib * 1024.0))

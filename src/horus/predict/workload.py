@@ -42,7 +42,7 @@ from importlib import resources
 
 import numpy as np
 
-from horus.catalog import load_catalog, registered_ops
+from horus.catalog import IMAGE_FAMILIES, load_catalog, registered_ops
 from horus.errors import HorusInputError
 from horus.graph.input_sizes import MIN_INPUT_SIZE, check_input_size
 
@@ -51,7 +51,7 @@ MATRIX, KERNEL, HOST = "matrix", "kernel", "host"
 RNN_SUFFIX = "_rnn"
 PARAM_TENSORS = "param_tensors"
 SAMPLE_TOTALS = "sample_totals"
-IMAGE_FAMILIES = frozenset({"cnn", "gan", "detector"})
+
 SIZELESS_FAMILIES = frozenset({"recommendation"})  # inputs are ids / fixed feature vectors
 KINDS = (MATRIX, KERNEL, HOST, MATRIX + RNN_SUFFIX, KERNEL + RNN_SUFFIX, HOST + RNN_SUFFIX)
 _OPS_FILE = "horus/data/model_ops.csv"

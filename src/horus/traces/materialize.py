@@ -57,9 +57,9 @@ def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str =
         else:
             model, batch = job.model, int(job.batch_size or 0)
         key = job_type_key(model, batch, job.input_size, job.precision, job.optimizer)
-        if known_set and key not in known_set:
+        if not truth.knows(key):
             raise HorusInputError(trace.source, f"{_where(trace, job)}: job type {key!r} is unknown to truth model "
-                                                f"{truth.name!r} (known: {', '.join(sorted(known_set))})")
+                                                f"{truth.name!r} (known: {', '.join(sorted(known_set)) or 'none'})")
         if job.iterations is not None:
             iterations = job.iterations
         else:

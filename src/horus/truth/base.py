@@ -39,6 +39,11 @@ class TruthModel(ABC):
         """Job types this truth knows (used by workload samplers); empty means 'any catalog model'."""
         return []
 
+    def knows(self, job_type: str) -> bool:
+        """Whether this truth can replay ``job_type`` (a trace naming another is refused before it runs)."""
+        known = self.job_types()
+        return not known or job_type in known
+
     def describe(self) -> dict[str, object]:
         """JSON-able description for run manifests (source, parameters, fit quality, data hash)."""
         return {"name": self.name}

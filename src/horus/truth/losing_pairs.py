@@ -64,6 +64,9 @@ class LosingPairs(TruthModel):
     def job_types(self) -> list[str]:
         return self.inner.job_types()
 
+    def knows(self, job_type: str) -> bool:
+        return self.inner.knows(job_type)
+
     def describe(self) -> dict[str, object]:
         return {**self.inner.describe(), "losing_pairs": {"share": self.share, "seed": self.seed,
                                                           "combined_range": [self.low, self.high]}}

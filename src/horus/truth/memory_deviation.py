@@ -97,6 +97,9 @@ class MemoryDeviation(TruthModel):
     def job_types(self) -> list[str]:
         return self.inner.job_types()
 
+    def knows(self, job_type: str) -> bool:
+        return self.inner.knows(job_type)
+
     def describe(self) -> dict[str, object]:
         d = self.distribution
         return {**self.inner.describe(), "memory_truth": {

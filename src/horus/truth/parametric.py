@@ -1,6 +1,9 @@
 """``parametric`` truth: the embedded default world, computed from catalog features (no shared data).
 
-Per job type ``<model>/b<batch>`` on a GPU type of relative ``speed`` (V100 = 1):
+Per job type ``<model>/b<batch>`` on a GPU type of relative ``speed`` (V100 = 1); a key stating an input size
+(``/s<size>``) scales the model's per-sample FLOPs and saved activations with the input's elements (pixels for
+image families, the size itself otherwise; ``catalog.ModelInfo.at_input_size``); this synthetic world ignores a
+stated precision or optimizer (its time and memory are those of the fp32 / Adam default):
 
 * GPU-busy time   t_gpu  = train_flops x batch / (speed x V100_PEAK_FLOPS x FAMILY_EFFICIENCY[family])
 * host time       t_host = FAMILY_HOST_S[family] + HOST_PER_OP_S x (number of ops): data loading, Python
@@ -31,9 +34,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from horus.catalog import ModelInfo, model_info
+from horus.catalog import ModelInfo, load_catalog, model_info
 from horus.cluster import GPUType
-from horus.jobs import job_type_key, parse_job_type
+from horus.errors import HorusInputError
+from horus.jobs import job_type_key, parse_job_key
 from horus.truth.base import TRUTH_MODELS, SoloTruth, TruthModel
 from horus.truth.fit import SlowdownParams, load_slowdown_params, normalized_throughputs
 from horus.truth.memory import training_memory_mib
@@ -98,8 +102,9 @@ class ParametricTruth(TruthModel):
         return t_gpu, t_host
 
     def _compute_solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
-        model, batch = parse_job_type(job_type)
-        info = model_info(model)
+        key = parse_job_key(job_type)
+        batch = key.batch_size
+        info = model_info(key.model).at_input_size(key.input_size)
         t_gpu, t_host = self.busy_and_host_time(info, batch, gpu_type.speed)
         util_factor, time_factor, mem_overhead = self.deviations(job_type)
         util = min(1.0, max(UTIL_FLOOR, t_gpu / (t_gpu + t_host) * util_factor))
@@ -124,6 +129,14 @@ class ParametricTruth(TruthModel):
 
     def job_types(self) -> list[str]:
         return list(DEFAULT_JOB_TYPES)
+
+    def knows(self, job_type: str) -> bool:
+        """Any catalog model at any batch, input size, precision and optimizer (``job_types`` is only what a trace
+        without models draws from)."""
+        try:
+            return parse_job_key(job_type).model in load_catalog()
+        except HorusInputError:
+            return False
 
     def describe(self) -> dict[str, object]:
         return {

@@ -33,5 +33,8 @@ class ScaledInterference(TruthModel):
     def job_types(self) -> list[str]:
         return self.inner.job_types()
 
+    def knows(self, job_type: str) -> bool:
+        return self.inner.knows(job_type)
+
     def describe(self) -> dict[str, object]:
         return {**self.inner.describe(), "interference_scale": self.scale}
