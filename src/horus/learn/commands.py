@@ -63,7 +63,9 @@ def register(subparsers: Any) -> None:
     calibrate.set_defaults(func=run_calibrate)
 
     predict = subparsers.add_parser("predict", help="predict a job's solo util / memory / iteration time")
-    predict.add_argument("model", metavar="MODEL", help="catalog model name, e.g. resnet50")
+    predict.add_argument("model", metavar="MODEL",
+                         help="catalog model name (e.g. resnet50), your own package.module:factory (needs torch), or "
+                              "path/to/model.onnx: predicted from its graph's own training step (docs/predictors.md)")
     predict.add_argument("--batch", type=NumberArg("batch_size"), required=True, help="per-GPU batch size")
     predict.add_argument("--gpu", required=True, help="GPU type preset (V100, A100-80GB, H100, ...)")
     predict.add_argument("--predictor-dir", default=None,
@@ -324,6 +326,17 @@ def run_predict(args: argparse.Namespace) -> int:
     if args.predictor_dir is not None and not (args.predictor_dir and Path(args.predictor_dir).is_dir()):
         raise HorusInputError("--predictor-dir", f"{args.predictor_dir!r} is not a directory (expected a model "
                                                  "directory written by `horus predictor train`)")
+    from horus.graph.user_model import is_user_model
+
+    if is_user_model(args.model):  # the user's graph: registered as a catalog model with its own operator table
+        from horus.extras import require
+        from horus.graph.user_model import register_user_model
+
+        if args.input_size is not None:
+            raise HorusInputError("--input-size", "a module:factory or .onnx model is predicted at the input shape its "
+                                                  "graph has; export it (or write the factory) at the size you train")
+        require("onnx" if args.model.endswith(".onnx") else "torch", "horus predict MODEL")
+        args.model = register_user_model(args.model)
     model_info(args.model)  # unknown model -> HorusInputError
     gpu, match = predict_gpu(args.gpu)
     predictor = _registered_predictor(args.predictor) if args.predictor_dir is None else None
