@@ -169,7 +169,7 @@ def test_refreshed_predictions_rebuild_the_load_so_that_stopping_a_job_leaves_no
     state.start("a", (0,), 0.0)
     observer.start(state, "a", 1)
     assert state.load.pred_mem_mib[0] == 1000.0
-    version = state.load_version
+    version, state_version = state.load_version, state.version
     changed = observer.commit(state, [])
     assert not changed and state.load_version == version
     from horus.core.online import Observed
@@ -177,6 +177,7 @@ def test_refreshed_predictions_rebuild_the_load_so_that_stopping_a_job_leaves_no
     found = Observed(Observation("x", "toya/b1", "v100", "mem_mib", 1000.0, 3000.0), 1000.0, 1, 1)
     assert observer.commit(state, [found])
     assert state.load.pred_mem_mib[0] == pytest.approx(3000.0) and state.load_version > version
+    assert state.version > state_version  # what policies key their per-state caches on: the belief changed
     state.finish("a")
     assert state.load.pred_mem_mib[0] == pytest.approx(0.0) and state.load.n_residents[0] == 0
 
