@@ -252,3 +252,14 @@ def test_horus_iasp_matches_the_per_gpu_loop_across_calls() -> None:
             for job_id in list(state.running)[: int(rng.integers(0, 4))]:
                 state.finish(job_id)
             queue(state, f"s{step}", str(rng.choice(MODELS)), gpus=int(rng.choice([1, 1, 2])))
+
+
+def test_mean_as_numpy_is_numpys_mean_bit_for_bit() -> None:
+    """The similarity mean sums short lists in Python; it must be the float ``np.mean`` gives (any length)."""
+    from horus.policies.parts.geng_cluster_level import mean_as_numpy
+
+    rng = np.random.default_rng(7)
+    for n in list(range(1, 20)) + [64, 200]:
+        for _ in range(300):
+            values = (rng.random(n) * 10.0 ** rng.integers(-3, 3, n) * rng.choice([1, -1], n)).tolist()
+            assert mean_as_numpy(values) == float(np.mean(values)), (n, values)

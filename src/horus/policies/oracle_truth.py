@@ -54,6 +54,8 @@ from horus.policies.parts.gpu_selection import select_gpus
 from horus.state import QueuedJob, SchedulerState
 from horus.truth.base import SoloTruth, TruthModel
 
+_NONE: dict[str, float] = {}  # x of an empty GPU (shared, read-only)
+
 
 class _Job:
     __slots__ = ("comm_s", "gpus", "rate", "rem", "solo_s", "spec", "type")
@@ -88,6 +90,7 @@ class TrueWorld:
         self._solo: dict[tuple[str, str], SoloTruth] = {}
         self._x: dict[tuple[str, tuple[str, ...]], dict[str, float]] = {}
         self._grad: dict[str, float] = {}
+        self._one: dict[str, tuple[dict[str, float], tuple[str]]] = {}
 
     # ---- truth look-ups (cached) --------------------------------------------------------------
     def solo(self, job_type: str, gpu_type: GPUType) -> SoloTruth:
@@ -100,13 +103,20 @@ class TrueWorld:
     def x(self, types: Sequence[str], gpu_type: GPUType) -> dict[str, float]:
         """True normalized throughput of each job type in a co-located set (repeats share a value)."""
         if len(types) == 1:
-            return {types[0]: 1.0}
+            return self._alone(types[0])[0]
         key = (gpu_type.name, tuple(sorted(types)))
         value = self._x.get(key)
         if value is None:
             thr = self.truth.colocated_throughput(list(key[1]), gpu_type)
             value = self._x[key] = {t: float(thr[key[1].index(t)]) for t in key[1]}
         return value
+
+    def _alone(self, job_type: str) -> tuple[dict[str, float], tuple[str]]:
+        """(x, type key) of a GPU holding one job of ``job_type`` (shared, read-only: looked up, never changed)."""
+        found = self._one.get(job_type)
+        if found is None:
+            found = self._one[job_type] = ({job_type: 1.0}, (job_type,))
+        return found
 
     def comm(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
         if len(gpus) == 1:
@@ -177,6 +187,15 @@ class TrueWorld:
         return self.sizes.get(spec.job_id, spec.iterations)
 
     def add(self, spec: JobSpec, gpus: tuple[int, ...], rem: float) -> None:
+        if len(gpus) == 1:  # the common case, as below without the lists
+            g = gpus[0]
+            solo = self.solo(spec.job_type, self.gpu_type[g])
+            self.jobs[spec.job_id] = _Job(spec, gpus, [solo.iter_time_s], 0.0, rem)  # comm(): 0.0 on one GPU
+            self.version += 1
+            self.residents[g].append(spec.job_id)
+            self.mem[g] += solo.mem_mib
+            self._rerate(gpus)
+            return
         solos = [self.solo(spec.job_type, self.gpu_type[g]) for g in gpus]
         job = _Job(spec, gpus, [s.iter_time_s for s in solos], self.comm(spec, gpus), rem)
         self.jobs[spec.job_id] = job
@@ -189,21 +208,36 @@ class TrueWorld:
     def remove(self, jid: str) -> None:
         job = self.jobs.pop(jid)
         self.version += 1
+        residents, mem = self.residents, self.mem
         for g in job.gpus:
-            self.residents[g].remove(jid)
-            self.mem[g] = self.mem[g] - self.solo(job.type, self.gpu_type[g]).mem_mib if self.residents[g] else 0.0
+            there = residents[g]
+            there.remove(jid)
+            mem[g] = mem[g] - self.solo(job.type, self.gpu_type[g]).mem_mib if there else 0.0
         self._rerate(job.gpus)
 
     def _rerate(self, gpus: tuple[int, ...]) -> None:
+        """Per-GPU x and type keys of ``gpus``, then the rate of every job resident there."""
+        jobs, residents, gx, type_key = self.jobs, self.residents, self.gx, self.type_key
         affected: dict[str, None] = {}
         for g in gpus:
-            types = [self.jobs[j].type for j in self.residents[g]]
-            self.gx[g] = self.x(types, self.gpu_type[g]) if types else {}
-            self.type_key[g] = tuple(sorted(types))
-            affected.update(dict.fromkeys(self.residents[g]))
+            there = residents[g]
+            if len(there) <= 1:  # the common cases, without the general path's temporaries
+                if there:
+                    gx[g], type_key[g] = self._alone(jobs[there[0]].type)
+                    affected[there[0]] = None
+                else:
+                    gx[g], type_key[g] = _NONE, ()
+                continue
+            types = [jobs[j].type for j in there]
+            gx[g] = self.x(types, self.gpu_type[g]) if types else {}
+            type_key[g] = tuple(sorted(types))
+            affected.update(dict.fromkeys(there))
         for jid in affected:
-            job = self.jobs[jid]
-            worst = max(s / self.gx[g][job.type] for g, s in zip(job.gpus, job.solo_s))
+            job = jobs[jid]
+            if len(job.gpus) == 1:
+                worst = job.solo_s[0] / gx[job.gpus[0]][job.type]
+            else:
+                worst = max(s / gx[g][job.type] for g, s in zip(job.gpus, job.solo_s))
             job.rate = 1.0 / (worst + job.comm_s)
 
     def free_time(self, g: int) -> float:

@@ -13,7 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
-from horus.cluster import Node
+from horus.cluster import Cluster, Node
 from horus.comm import gradient_bytes
 from horus.jobs import JobSpec
 from horus.state import QueuedJob, SchedulerState
@@ -43,6 +43,8 @@ class NodeLevel:
         self.comm_weight = comm_weight
         self.max_subsets = max_subsets
         self._shapes: dict[tuple[str, str, int, str, int], _Shape | None] = {}
+        self._shapes_for: Cluster | None = None
+        self._shape_of_node: tuple[np.ndarray, int] = (np.zeros(0, dtype=np.int64), 0)
 
     def comm_cost(self, spec: JobSpec, node: Node, local: tuple[int, ...], state: SchedulerState) -> float:
         """All-reduce time over ``local`` GPUs as a fraction of the predicted iteration time."""
@@ -76,12 +78,13 @@ class NodeLevel:
             return padded[np.arange(len(nodes)), local], local[:, None]
         cost = np.empty(len(nodes))
         chosen = np.zeros((len(nodes), k), dtype=np.int64)
-        by_shape: dict[tuple[str, int, str], list[int]] = {}
         cluster_nodes = state.cluster.nodes
-        for row, n in enumerate(nodes.tolist()):
-            node = cluster_nodes[n]
-            by_shape.setdefault((node.gpu_type.name, node.num_gpus, node.intra_link), []).append(row)
-        for rows in by_shape.values():
+        shape_of_node, n_shapes = self._node_shapes(state.cluster)
+        of_rows = shape_of_node[nodes]
+        for s in range(n_shapes):  # rows of one node shape, in row order
+            rows = np.flatnonzero(of_rows == s).tolist() if n_shapes > 1 else list(range(len(nodes)))
+            if not rows:
+                continue
             node = cluster_nodes[int(nodes[rows[0]])]
             shape = self._shape(job.spec, node, state)
             if shape is None:  # too many subsets: the per-node rule (greedy where it says so)
@@ -95,6 +98,14 @@ class NodeLevel:
             cost[rows_a] = totals[np.arange(len(rows)), best]
             chosen[rows_a] = shape.subsets[best]
         return cost, chosen
+
+    def _node_shapes(self, cluster: Cluster) -> tuple[np.ndarray, int]:
+        """Per node, the id of its shape (GPU type, GPU count, intra-node link), and how many shapes (cached per cluster)."""
+        if self._shapes_for is not cluster:
+            ids: dict[tuple[str, int, str], int] = {}
+            of_node = [ids.setdefault((n.gpu_type.name, n.num_gpus, n.intra_link), len(ids)) for n in cluster.nodes]
+            self._shapes_for, self._shape_of_node = cluster, (np.array(of_node, dtype=np.int64), len(ids))
+        return self._shape_of_node
 
     def choose_one(self, job: QueuedJob, node: Node, local_loss: np.ndarray,
                    state: SchedulerState) -> tuple[tuple[int, ...], float]:

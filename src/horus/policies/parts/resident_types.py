@@ -24,6 +24,7 @@ class ResidentTypes:
         self._sig_id: dict[tuple[str, ...], int] = {(): 0}
         self.sets: list[frozenset[str]] = [frozenset()]
         self._set_id: dict[frozenset[str], int] = {frozenset(): 0}
+        self._set_of_sigs: dict[frozenset[int], int] = {}  # the signatures of a node's GPUs -> its set id
         self._state: SchedulerState | None = None
         self._cluster: Cluster | None = None
         self._tables: dict[str, np.ndarray] = {}  # job type -> [loss, own] per (signature, GPU type)
@@ -55,9 +56,18 @@ class ResidentTypes:
             changed = np.flatnonzero(cur.n_residents)  # GPUs without residents keep signature 0, nodes set 0
         else:
             changed = np.flatnonzero((cur.n_residents != self._n) | (cur.pred_mem_mib != self._mem))
-        running, residents = state.running, state.residents
-        for g in changed.tolist():
-            self.sig_of_gpu[g] = self._intern(tuple(running[j].spec.job_type for j in residents[g]))
+        running, residents, sig_id = state.running, state.residents, self._sig_id
+        gpus = changed.tolist()
+        if len(gpus) > len(running):  # many GPUs (a new state): each job's type once, then per GPU
+            one = {j: (run.spec.job_type,) for j, run in running.items()}
+            keys = [one[r[0]] if len(r) == 1 else tuple([one[j][0] for j in r]) for r in map(residents.__getitem__, gpus)]
+        else:
+            keys = [tuple([running[j].spec.job_type for j in residents[g]]) for g in gpus]
+        sids = []
+        for key in keys:
+            sid = sig_id.get(key)
+            sids.append(self._intern(key) if sid is None else sid)
+        self.sig_of_gpu[gpus] = sids
         self._n = cur.n_residents.copy()
         self._mem = cur.pred_mem_mib.copy()
         if len(changed):
@@ -73,10 +83,19 @@ class ResidentTypes:
         self._refresh_nodes(np.unique(self.idx.node_of_gpu[idx]))
 
     def _refresh_nodes(self, nodes: np.ndarray) -> None:
-        node_gpus, pad = self.idx.node_gpus, self.idx.node_pad
-        for n in nodes.tolist():
-            sigs = self.sig_of_gpu[node_gpus[n][~pad[n]]]
-            self.set_of_node[n] = self._intern_set(frozenset(t for s in set(sigs.tolist()) for t in self.sigs[s]))
+        # padding reads signature 0 (no types), so whole rows can be read at once
+        rows = np.where(self.idx.node_pad[nodes], 0, self.sig_of_gpu[self.idx.node_gpus[nodes]]).tolist()
+        sigs, by_sigs = self.sigs, self._set_of_sigs
+        if len(by_sigs) > 1_000_000:  # bound memory
+            by_sigs.clear()
+        ids = []
+        for row in rows:
+            key = frozenset(row)  # signatures are interned for good: the same ones make the same set
+            sid = by_sigs.get(key)
+            if sid is None:
+                sid = by_sigs[key] = self._intern_set(frozenset([t for s in key for t in sigs[s]]))
+            ids.append(sid)
+        self.set_of_node[nodes] = ids
 
     def added_losses(self, estimator: SlowdownEstimator, job_type: str, gpus: np.ndarray,
                      idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
