@@ -12,12 +12,14 @@ import math
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 
 from horus.errors import HorusInputError
 from horus.k8s.decide import (COST_PER_POINT, NO_FIT, OK, Decider, NodeChoice, PreemptionUnsupported, Verdicts,
                               _NodeTable, scores)
 from horus.k8s.model import ClusterModel
+from horus.k8s.protocol import host_prefix, host_priority_json
 from horus.k8s.predictor import PodPredictor
 from horus.k8s.resources import pod_job_spec
 from horus.predict.analytic import AnalyticPredictor
@@ -209,6 +211,53 @@ def test_node_table_keeps_a_bounded_set_of_recent_name_lists() -> None:
     assert table.rows(["b", "a"]).tolist() == [1, 0]
     assert table.usable.tolist() == [0, 1, -1, 2] and table.num_gpus.tolist() == [2, 4, 0, 2]
     assert table.type_name.tolist() == ["V100", "V100", "", "T4"]
+
+
+def test_passing_list_is_kept_for_prioritize_and_recent_lists_stay() -> None:
+    decider = Decider("horus-paper")
+    model = world()
+    verdicts = decider.evaluate(model, pending(1), NAMES)
+    passed = verdicts.passed()
+    table = decider._table(model)
+    kept = table._rows[tuple(passed)]  # filter's answer: prioritize's next list
+    assert kept.rows.tolist() == [table.row_of[n] for n in passed]
+    assert decider.evaluate(model, pending(1), passed).scores().tolist() == verdicts.scores()[verdicts.ok].tolist()
+    assert table.entry(passed) is kept
+    for n in range(1, 12):  # the full list is resent between others: least recently used ones go first
+        table.rows(["b"] * n)
+        table.rows(NAMES)
+        assert len(table._rows) <= _NodeTable.RECENT and tuple(NAMES) in table._rows
+
+
+def test_load_independent_verdicts_are_kept_per_gpu_count_and_type_request() -> None:
+    decider = Decider("horus-paper")
+    model = world()
+    first = decider.evaluate(model, pending(2, gpu_type="V100"), NAMES)
+    first.code[:] = OK  # a caller's change does not reach the kept arrays
+    again = decider.evaluate(model, pending(2, gpu_type="V100"), NAMES)
+    assert again.passed() == ["b"] and again["t4"].reason.startswith("[no-gpu-of-type]")
+    assert again["cpu"].reason.startswith("[node-problem]") and again["ghost"].reason.startswith("[node-unknown]")
+    assert decider.evaluate(model, pending(2), NAMES).passed() == ["b", "t4"]  # another type request
+    four = decider.evaluate(model, pending(4), NAMES)  # another GPU count
+    assert four["a"].reason.startswith("[gang-too-large]") and four["b"].reason.startswith("[colocation-would-not-pay]")
+    entry = decider._table(model).entry(NAMES)
+    assert set(entry._static) == {(2, None), (2, "V100"), (4, None)}
+    assert not any(array.flags.writeable for found in entry._static.values() for array in found)
+
+
+def test_priority_json_is_the_host_priority_list() -> None:
+    names = ["b", "a", "t4", "ghost \"q\" é", "cpu", "b"]  # an unknown name needing escapes; a repeated node
+    verdicts = Decider("horus-paper").evaluate(world(), pending(1), names)
+    expected = [{"Host": n, "Score": s} for n, s in zip(names, verdicts.scores().tolist())]
+    assert orjson.loads(verdicts.priority_json()) == expected
+    known = names[:3]
+    verdicts = Decider("horus-paper").evaluate(world(), pending(1), known)  # the per-node encoded entries
+    assert verdicts.priority_json() == orjson.dumps([{"Host": n, "Score": s}
+                                                     for n, s in zip(known, verdicts.scores().tolist())])
+    assert Decider("horus-paper").evaluate(world(), pending(1), []).priority_json() == b"[]"
+    lone = "\ud800"  # a lone surrogate (JSON may carry one): escaped as the standard library does
+    assert host_priority_json(np.array([host_prefix(lone)], dtype=object), np.array([7])) == \
+        b'[{"Host":"\\ud800","Score":7}]'
 
 
 # ---- scores ------------------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from horus.core.scheduler import Executor, SchedulerCore, create_policy
 from horus.gpu_types import accepted_gpu_types
 from horus.jobs import JobSpec
 from horus.k8s.model import ClusterModel
-from horus.k8s.protocol import MAX_SCORE, MIN_SCORE
+from horus.k8s.protocol import MAX_SCORE, MIN_SCORE, host_prefix, host_priority_json
 from horus.policies.base import POLICIES, Policy, Start
 from horus.reasons import (
     COLOCATION_WOULD_NOT_PAY,
@@ -58,29 +58,85 @@ UNRESOLVABLE = (PROBLEM, TOO_FEW, WRONG_TYPE)  # preempting pods on the node wou
 COST_PER_POINT = 0.1  # one score point per 0.1 of cost per worker (about 10 % predicted utilization)
 
 
+class _Names:
+    """One requested name list: each name's row, and per (GPUs asked, GPU types accepted) the verdicts that do not
+    depend on the load (unknown, problem, too few GPUs, wrong type) with the candidates' rows among usable nodes."""
+
+    __slots__ = ("_static", "rows")
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.rows = rows
+        self._static: dict[tuple[int, str | None], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def static(self, table: _NodeTable, k: int, request: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(code, candidates, their usable index): read-only arrays, computed once per (k, request)."""
+        key = (k, request)
+        found = self._static.get(key)
+        if found is None:
+            rows = self.rows
+            known = rows >= 0
+            safe = np.where(known, rows, 0)
+            usable = np.where(known, table.usable[safe], -1)
+            code = np.where(~known, UNKNOWN, np.where(usable < 0, PROBLEM, OK))
+            code = np.where((code == OK) & (table.num_gpus[safe] < k), TOO_FEW, code)
+            accepted = accepted_gpu_types(request)
+            if accepted is not None:
+                code = np.where((code == OK) & ~np.isin(table.type_name[safe], sorted(accepted)), WRONG_TYPE, code)
+            candidates = np.flatnonzero(code == OK)
+            found = (code, candidates, usable[candidates])
+            for array in found:
+                array.flags.writeable = False
+            if len(self._static) >= 16:
+                self._static.clear()
+            self._static[key] = found
+        return found
+
+
 class _NodeTable:
     """Per-model arrays over all its nodes (usable or not), rebuilt only when the node set changes."""
 
+    RECENT = 8  # name lists kept (kube-scheduler resends the same list to filter; prioritize gets what passed)
+
     def __init__(self, model: ClusterModel) -> None:
         names = list(model.nodes)
+        self.names = names
         self.row_of = {name: i for i, name in enumerate(names)}
         self.usable = np.array([model.node_index.get(n, -1) for n in names], dtype=np.int64)
         self.num_gpus = np.array([model.nodes[n].num_gpus for n in names], dtype=np.int64)
         self.type_name = np.array([(model.nodes[n].gpu_type.name if model.nodes[n].gpu_type else "") for n in names],
                                   dtype=object)
         self.problem = [model.nodes[n].problem for n in names]
-        self._rows: dict[tuple[str, ...], np.ndarray] = {}
+        self._rows: dict[tuple[str, ...], _Names] = {}
+        self._prefixes: np.ndarray | None = None
+
+    def entry(self, names: list[str]) -> _Names:
+        """The rows of ``names`` (-1: unknown) and what depends on them only; the most recent lists are kept."""
+        key = tuple(names)
+        found = self._rows.pop(key, None)
+        if found is None:
+            if len(self._rows) >= self.RECENT:  # forget the least recently used list
+                del self._rows[next(iter(self._rows))]
+            found = _Names(np.fromiter(map(self.row_of.get, names, repeat(-1)), dtype=np.int64, count=len(names)))
+        self._rows[key] = found
+        return found
 
     def rows(self, names: list[str]) -> np.ndarray:
         """Row of each name (-1: unknown); kube-scheduler resends the same lists, so recent ones are kept."""
+        return self.entry(names).rows
+
+    def remember(self, names: list[str], rows: np.ndarray) -> None:
+        """Keep ``names`` (e.g. the nodes that passed filter, which prioritize gets next) with their known rows."""
         key = tuple(names)
-        found = self._rows.get(key)
-        if found is None:
-            if len(self._rows) >= 8:
-                self._rows.clear()
-            found = self._rows[key] = np.fromiter(map(self.row_of.get, names, repeat(-1)), dtype=np.int64,
-                                                  count=len(names))
-        return found
+        if key not in self._rows:
+            if len(self._rows) >= self.RECENT:
+                del self._rows[next(iter(self._rows))]
+            self._rows[key] = _Names(rows)
+
+    def host_prefixes(self) -> np.ndarray:
+        """Each node's ``protocol.host_prefix`` (an object array by row), encoded once per table."""
+        if self._prefixes is None:
+            self._prefixes = np.array([host_prefix(n) for n in self.names], dtype=object)
+        return self._prefixes
 
 
 class Verdicts:
@@ -94,7 +150,10 @@ class Verdicts:
         self.ok = code == OK
 
     def passed(self) -> list[str]:
-        return list(compress(self.names, self.ok.tolist()))
+        """The nodes the pod can go to now (the table keeps their rows: prioritize gets this list next)."""
+        passed = list(compress(self.names, self.ok.tolist()))
+        self._table.remember(passed, self._rows[self.ok])
+        return passed
 
     def reason_code(self, i: int) -> str:
         """Node ``i``'s failed verdict as a code of the shared vocabulary (``horus.reasons``)."""
@@ -122,9 +181,12 @@ class Verdicts:
         """(FailedNodes, FailedAndUnresolvableNodes) with a message per node."""
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
-        bad = np.flatnonzero(~self.ok).tolist()
+        bad_mask = ~self.ok
+        bad = np.flatnonzero(bad_mask).tolist()
         codes = self.code[bad].tolist()
         names = self.names
+        if codes and codes.count(NO_FIT) == len(codes):  # the common case: one message for all, at C speed
+            return dict.fromkeys(compress(names, bad_mask.tolist()), self.reason(bad[0])), unresolvable
         no_fit = None
         for i, code in zip(bad, codes):
             if code == NO_FIT:  # the common case: one message for all
@@ -134,6 +196,15 @@ class Verdicts:
             else:
                 (unresolvable if code in UNRESOLVABLE else failed)[names[i]] = self.reason(i)
         return failed, unresolvable
+
+    def priority_json(self) -> bytes:
+        """``scores`` as kube-scheduler's ``HostPriorityList`` in JSON (each known node's entry encoded once)."""
+        rows = self._rows
+        if len(rows) and int(rows.min()) < 0:  # a name Horus does not know: encode each name here
+            prefixes = np.array([host_prefix(n) for n in self.names], dtype=object)
+        else:
+            prefixes = self._table.host_prefixes()[rows]
+        return host_priority_json(prefixes, self.scores())
 
     def __getitem__(self, name: str) -> NodeChoice:
         i = self.names.index(name)
@@ -201,31 +272,25 @@ class Decider:
     def evaluate(self, model: ClusterModel, spec: JobSpec, names: list[str]) -> Verdicts:
         """The policy's answer on each of ``names`` (nodes Horus cannot use are answered too), as arrays."""
         table = self._table(model)
-        rows = table.rows(names)
-        known = rows >= 0
-        safe = np.where(known, rows, 0)
-        usable = np.where(known, table.usable[safe], -1)
-        code = np.where(~known, UNKNOWN, np.where(usable < 0, PROBLEM, OK))
+        entry = table.entry(names)
         k = spec.num_gpus
-        code = np.where((code == OK) & (table.num_gpus[safe] < k), TOO_FEW, code)
-        accepted = accepted_gpu_types(spec.gpu_type_request)
-        if accepted is not None:
-            code = np.where((code == OK) & ~np.isin(table.type_name[safe], sorted(accepted)), WRONG_TYPE, code)
+        static, candidates, usable = entry.static(table, k, spec.gpu_type_request)
+        code = static.copy()
         cost = np.full(len(names), np.inf)
         # no node has more than max_node_gpus GPUs: a larger k fails everywhere (TOO_FEW) and needs no room
         gpus = np.full((len(names), max(min(k, model.max_node_gpus), 1)), -1, dtype=np.int64)
-        candidates = np.flatnonzero(code == OK)
         if len(candidates):
             if self.placement is not None:
                 per_worker, order = self._all_nodes(model, spec)
-                sel = usable[candidates]
+                sel = usable
             else:
                 per_worker, order = self._policy_path(model, spec, [names[i] for i in candidates])
                 sel = np.arange(len(candidates))
-            cost[candidates] = per_worker[sel]
+            chosen = per_worker[sel]
+            cost[candidates] = chosen
             gpus[candidates] = order[sel]
-            code[candidates[~np.isfinite(per_worker[sel])]] = NO_FIT
-        return Verdicts(names, code, cost, gpus, rows, table, spec, self.policy_name, self.colocates)
+            code[candidates[~np.isfinite(chosen)]] = NO_FIT
+        return Verdicts(names, code, cost, gpus, entry.rows, table, spec, self.policy_name, self.colocates)
 
     def _table(self, model: ClusterModel) -> _NodeTable:
         if self._table_of != model.generation or self._node_table is None:

@@ -30,7 +30,14 @@ from horus.jobs import JobSpec
 from horus.k8s.api import KubeAPI, KubeAPIError
 from horus.k8s.decide import Decider, PreemptionUnsupported
 from horus.k8s.model import ClusterModel
-from horus.k8s.protocol import BindingArgs, ExtenderArgs, binding_result, filter_result, host_priority_list
+from horus.k8s.protocol import (
+    BindingArgs,
+    ExtenderArgs,
+    binding_result,
+    encode_json,
+    filter_result,
+    host_priority_list,
+)
 from horus.k8s.queues import Tenant
 from horus.k8s.resources import PodError, PodJobSpec, decision_annotations, memory_limit, pod_job_spec
 from horus.reasons import GANG_TOO_LARGE
@@ -152,25 +159,27 @@ class Extender:
                 if not names:
                     return filter_result(args, [], {}, refused)
                 choices = self.decider.evaluate(self.store.model, spec, names)
+                failed, unresolvable = choices.failed()
+                passed = choices.passed()  # (under the lock: the decider keeps the passing list for prioritize)
         except HorusInputError as exc:  # e.g. a policy whose interference model does not know the pod's model
             return filter_result(args, [], {}, {}, error=f"Horus policy {self.decider.policy_name!r}: {exc}")
-        failed, unresolvable = choices.failed()
-        return filter_result(args, choices.passed(), failed, {**unresolvable, **refused})
+        return filter_result(args, passed, failed, {**unresolvable, **refused} if refused else unresolvable)
 
-    def prioritize(self, args: ExtenderArgs) -> list[dict[str, Any]]:
-        """Raises PodError / HorusInputError for a pod Horus cannot read or decide on (the server answers 400)."""
+    def prioritize(self, args: ExtenderArgs) -> bytes:
+        """The ``HostPriorityList``, encoded as JSON. Raises PodError / HorusInputError for a pod Horus cannot
+        read or decide on (the server answers 400)."""
         self._count("prioritize")
         spec = pod_job_spec(args.pod, self.clock(), self.store.onnx)
         if spec.num_gpus == 0:
-            return host_priority_list((n, 0) for n in args.node_names)
+            return encode_json(host_priority_list((n, 0) for n in args.node_names))
         self.tenant(args.pod)  # the same refusal as filter's for a label naming no queue
         if args.nodes is not None:
             self.store.upsert_nodes(args.nodes)
         if self.impossible(spec):
-            return host_priority_list((n, 0) for n in args.node_names)
+            return encode_json(host_priority_list((n, 0) for n in args.node_names))
         with self.store.lock:
             choices = self.decider.evaluate(self.store.model, spec, args.node_names)
-        return host_priority_list(zip(args.node_names, choices.scores().tolist()))
+            return choices.priority_json()
 
     # ---- bind --------------------------------------------------------------------------------------------
     def bind(self, args: BindingArgs) -> dict[str, str]:

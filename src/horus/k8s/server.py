@@ -34,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from horus.errors import HorusInputError
 from horus.k8s.api import KubeAPIError
 from horus.k8s.extender import Extender
-from horus.k8s.protocol import ExtenderArgs, ProtocolError, parse_binding_args, parse_extender_args
+from horus.k8s.protocol import ExtenderArgs, ProtocolError, encode_json, parse_binding_args, parse_extender_args
 from horus.k8s.resources import PodError
 from horus.k8s.security import BearerAuth
 
@@ -137,10 +137,7 @@ def _error(verb: str, message: str) -> dict[str, str]:
 
 
 def _encode(payload: Any) -> bytes:
-    try:
-        return orjson.dumps(payload)
-    except orjson.JSONEncodeError:  # e.g. a lone surrogate echoed from a request: json escapes it
-        return json.dumps(payload, separators=(",", ":")).encode()
+    return encode_json(payload)  # (prioritize's answer comes encoded already)
 
 
 def _reply(payload: Any, status: int = 200) -> Response:
