@@ -1,5 +1,5 @@
 """Online correction in the live service (docs/service.md, "Online correction"): a real `horus serve` with one fake
-GPU. Fake GPUs report what their stand-in device does (utilization: the CPU share of the job's processes; memory:
+GPU, told to learn from it (``--online-correction on``; the default ``auto`` learns from real GPUs only). Fake GPUs report what their stand-in device does (utilization: the CPU share of the job's processes; memory:
 their resident set; ``horus.agent.gpus.FakeTelemetry``), so a job's observation is far from the physical
 predictor's GPU numbers: the first job of a type shows the error, the second must be predicted within half of it.
 """
@@ -52,7 +52,7 @@ def error(row: dict[str, Any]) -> float:
 
 def test_the_second_job_of_a_type_is_predicted_within_half_the_first_ones_error(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    server = Server(state, fake_gpus=1).start()
+    server = Server(state, "--online-correction", "on", fake_gpus=1).start()
     try:
         with server.client() as http:
             first = finished(http, submit(http, "resnet50", 50))
@@ -88,7 +88,7 @@ def test_the_second_job_of_a_type_is_predicted_within_half_the_first_ones_error(
 
 def test_a_colocated_run_does_not_feed_solo_corrections(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    server = Server(state, fake_gpus=1).start()
+    server = Server(state, "--online-correction", "on", fake_gpus=1).start()
     try:
         with server.client() as http:
             longer = submit(http, "ncf", 200, gpu_fraction=0.5)  # 10 s, half the GPU

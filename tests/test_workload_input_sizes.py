@@ -69,7 +69,10 @@ def test_every_recorded_size_is_its_table_exactly() -> None:
 
 def test_catalog_size_is_the_catalog_row() -> None:
     rows = shipped_rows()
+    shipped = {name for name, _ in rows}  # not the run-time models other tests registered in this process
     for name, info in load_catalog().items():
+        if name not in shipped:
+            continue
         w = catalog_workload(name)
         assert w is catalog_workload(name, info.input_size)
         (sample,) = [r for r in rows[name, info.input_size] if r["kind"] == "sample_totals"]

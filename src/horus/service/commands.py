@@ -97,6 +97,9 @@ def _serve(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grace-s", type=NumberArg(PERIOD_S), default=10.0, help="SIGTERM to SIGKILL grace period when stopping a job")
     p.add_argument("--mps", choices=("auto", "on", "off"), default="auto",
                    help="CUDA MPS limits from predictions (auto: when a daemon runs)")
+    p.add_argument("--online-correction", choices=("auto", "on", "off"), default="auto",
+                   help="correct later predictions of a job type from the telemetry of its runs (auto: from real "
+                        "GPUs only, fake GPUs report CPU stand-ins; on: from fake GPUs too; off: raw predictions)")
     p.add_argument("--backend", default="local", help="who runs the jobs: local (default: an agent in this process)"
                    " or ray")
     p.add_argument("--ray-address", help="Ray cluster address for --backend ray (default: start or find one)")
@@ -176,7 +179,8 @@ def run_serve(args: argparse.Namespace) -> int:
                          gpu_type=args.gpu_type, agent_name=args.agent_name, heartbeat_s=args.heartbeat_s,
                          lease_s=args.lease_s, grace_s=args.grace_s, mps=args.mps, log_level=args.log_level,
                          backend=args.backend, ray_address=args.ray_address, fence_fraction=args.fence_fraction,
-                         fence_kill_s=args.fence_kill_s, run_as=run_as_ids(args.run_as), tenancy=args.tenancy)
+                         fence_kill_s=args.fence_kill_s, run_as=run_as_ids(args.run_as), tenancy=args.tenancy,
+                         online_correction=args.online_correction)
     _check_gpu_type(args.gpu_type)
     if args.agent_name is not None:
         _agent_name(args.agent_name, "--agent-name")

@@ -29,13 +29,14 @@ SAVE_S = 30.0  # a running job's observations reach the store at most this often
 class LiveCorrections:
     """The service's online correction: an observer, its persistence and its views."""
 
-    def __init__(self, store: Store, predictor: CorrectedPredictor, metrics: ServiceMetrics) -> None:
+    def __init__(self, store: Store, predictor: CorrectedPredictor, metrics: ServiceMetrics, load: bool = True) -> None:
+        """``load``: rebuild the corrections from the stored observations (False: online correction is off)."""
         self.store = store
         self.observer = OnlineObserver(predictor)
         self.predictor = predictor
         self.metrics = metrics
         self.pending: list[Observed] = []  # final observations of stopped attempts not yet stored
-        for row in store.observations():
+        for row in store.observations() if load else ():
             predictor.corrections.observe(Observation(str(row["job_id"]), row["job_type"], row["gpu_type"],
                                                       row["quantity"], row["predicted"], row["observed"]))
 

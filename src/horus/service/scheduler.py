@@ -72,7 +72,11 @@ class LiveScheduler:
                  policy_options: Mapping[str, object] | None = None, lease_s: float = 10.0,
                  max_oom_retries: int = 3, max_lost_runs: int = 3, server_url: str = "", job_secret: bytes = b"",
                  metrics: ServiceMetrics | None = None, clock: Callable[[], float] = time.time,
-                 fence_fraction: float = 0.8, fence_kill_s: float = 2.0) -> None:
+                 fence_fraction: float = 0.8, fence_kill_s: float = 2.0, online_correction: str = "auto") -> None:
+        """``online_correction``: ``auto`` learns from the telemetry of real GPUs only (a fake GPU's is a CPU
+        stand-in), ``on`` from fake GPUs too, ``off`` never (and ignores stored observations)."""
+        if online_correction not in ("auto", "on", "off"):
+            raise HorusInputError("--online-correction", f"expected auto, on or off, got {online_correction!r}")
         if not 0.0 < fence_fraction <= 1.0:
             raise HorusInputError("--fence-fraction", f"expected a number in (0, 1], got {fence_fraction}")
         if not 0.0 <= fence_kill_s <= 600.0:
@@ -90,7 +94,8 @@ class LiveScheduler:
         self.server_url = server_url
         self.job_secret = job_secret
         self.metrics = metrics or ServiceMetrics()
-        self.online = LiveCorrections(store, self.predictor, self.metrics)
+        self.online_correction = online_correction
+        self.online = LiveCorrections(store, self.predictor, self.metrics, load=online_correction != "off")
         self.clock = clock
         self.lock = threading.RLock()
         self.wake_scheduler = threading.Event()
@@ -433,7 +438,8 @@ class LiveScheduler:
             progress = self._apply_reports(name, reports, now)
             self.ledger.sample(self.state, self.agent_gpus.get(name, {}), agent.telemetry, now)
             self.ledger.sync(self.state, self.gpu_map, now)
-            self.online.heartbeat(self.state, self.agent_gpus.get(name, {}), agent.telemetry, reports, now)
+            if self._learns_from(agent):
+                self.online.heartbeat(self.state, self.agent_gpus.get(name, {}), agent.telemetry, reports, now)
             self.online.sync(self.state, self._attempts(), now)
             if now - agent.progress_saved >= PROGRESS_SAVE_S:  # telemetry, not a transition: written now and then
                 agent.progress_saved = now
@@ -475,6 +481,12 @@ class LiveScheduler:
             self.state.withdraw(key)
             self.metrics.jct_s.observe(max(0.0, now - row.submitted))
             log.info("job %s attempt %d finished while agent %s was away: not run again", key, attempt, agent)
+
+    def _learns_from(self, agent: Any) -> bool:
+        """Whether online correction samples this agent's telemetry (``online_correction``)."""
+        if self.online_correction == "off":
+            return False
+        return self.online_correction == "on" or not any(d.get("fake") for d in agent.gpus)
 
     def desired(self, name: str) -> list[dict[str, Any]]:
         """The attempts agent ``name`` must run, with everything needed to launch them."""

@@ -121,6 +121,7 @@ class ServeConfig:
     fence_kill_s: float = 2.0
     run_as: tuple[int, int] | None = None  # (uid, gid) jobs run as (local backend)
     tenancy: Path | None = None  # a cluster spec YAML whose ``tenancy:`` seeds an unseeded store (horus.service.tenants)
+    online_correction: str = "auto"  # auto (real GPUs' telemetry), on (fake GPUs' too) or off
 
 
 def token_path(config: ServeConfig) -> Path:
@@ -178,7 +179,8 @@ def serve(config: ServeConfig) -> int:
     url = f"http://{config.host}:{config.port}"
     scheduler = LiveScheduler(store, PREDICTORS.create(config.predictor), policy=config.policy,
                               lease_s=config.lease_s, server_url=url, job_secret=job_secret, metrics=metrics,
-                              fence_fraction=config.fence_fraction, fence_kill_s=config.fence_kill_s)
+                              fence_fraction=config.fence_fraction, fence_kill_s=config.fence_kill_s,
+                              online_correction=config.online_correction)
     metrics.bind(scheduler)
     app = create_app(scheduler, token, open_reads=config.open_reads)
     stop = threading.Event()
