@@ -114,7 +114,7 @@ class HorusPolicy(Policy):
             if load is state.load:
                 load = load.copy()  # copy on first write
             load.add(gpus, self.job_load(best, gpus[0], state), gpu_share(best.spec))
-            placement.update(load, state)
+            placement.update_added(load, state, gpus)
             if not placement.any_room():
                 break
             # Only choices that used the GPUs just loaded can have changed (a job that did not fit

@@ -212,6 +212,11 @@ class Placement(ABC):
     def update(self, load: GPULoad, state: SchedulerState) -> None:
         """Recompute the summary after ``load`` changed."""
 
+    def update_added(self, load: GPULoad, state: SchedulerState, gpus: Sequence[int]) -> None:
+        """``update`` after ``load.add`` put one worker on each of ``gpus`` (only they changed); placements that
+        keep their summary per GPU or per node override this to redo just those."""
+        self.update(load, state)
+
     @abstractmethod
     def any_room(self) -> bool:
         """False when, per the summary, no job at all can be placed (the caller stops)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -67,8 +67,61 @@ class HorusPlacement(Placement):
         self._summary_ready = False
         self._base_ready = False
         self._fast_gpu: tuple[int, int] | None = None
-        self._bounds: dict[tuple[int, float, float], np.ndarray] = {}  # per (k, util, memory): node bounds
+        # per (k, util, memory): node bounds, and how many entries of _changed_nodes they include
+        self._bounds: dict[tuple[int, float, float], tuple[np.ndarray, int]] = {}
+        self._changed_nodes: list[np.ndarray] = []  # nodes whose rows changed since the bounds began
         self._rows_ready = False
+
+    def update_added(self, load: GPULoad, state: SchedulerState, gpus: Sequence[int]) -> None:
+        """``update`` after one worker was added on each of ``gpus``: what is already derived is redone for those
+        GPUs and their nodes only (the same float operations per element; the minimum and maximum of the summary
+        rescanned only when a changed GPU held them), the rest stays lazy."""
+        if state is not self._state or not self._idle_ready:
+            self.update(load, state)
+            return
+        self._load = load
+        self._fast_gpu = None
+        idx = self.idx
+        at = np.asarray(gpus, dtype=np.int64)
+        nodes = np.unique(idx.node_of_gpu[at])
+        self.idle[at] = load.n_residents[at] == 0
+        node_gpus, node_pad = idx.node_gpus[nodes], idx.node_pad[nodes]
+        counts = np.count_nonzero(self.idle[node_gpus] & ~node_pad, axis=1)
+        self.n_idle += int(counts.sum() - self.node_idle[nodes].sum())
+        self.node_idle[nodes] = counts
+        if not self._summary_ready:
+            return
+        self.free_mib[at] = self.mem_limit_mib[at] - load.pred_mem_mib[at]
+        self.open[at] = load.n_residents[at] < self.max_residents
+        open_free = np.where(self.open[at], self.free_mib[at], -np.inf)
+        util_open = np.where(open_free > 0, load.pred_util[at], np.inf)
+        old_free, old_util = self._open_free[at], self._util_open[at]
+        self._open_free[at], self._util_open[at] = open_free, util_open
+        if (old_free == self.max_free_mib).any():
+            self.max_free_mib = float(self._open_free.max())
+        else:
+            self.max_free_mib = max(self.max_free_mib, float(open_free.max()))
+        if (old_util == self.min_util_open).any():
+            self.min_util_open = float(self._util_open.min())
+        else:
+            self.min_util_open = min(self.min_util_open, float(util_open.min()))
+        if not self._base_ready:
+            return
+        w = self.weights
+        flat = node_gpus[~node_pad]  # the GPUs of the changed nodes
+        self.base_cost[flat] = (w.util * load.pred_util[flat] + (w.memory * load.pred_mem_mib[flat]) * self.inv_cap[flat]
+                                + w.corunners * load.n_residents[flat]
+                                + (w.node_fit * self.node_idle[nodes] / idx.node_size[nodes])[
+                                    np.repeat(np.arange(len(nodes)), idx.node_size[nodes])])
+        if not self._rows_ready:
+            self._bounds = {}
+            return
+        values = np.where(self.idle[flat] | self.open[flat], self.base_cost[flat], np.inf)
+        self._rows_values[flat] = values
+        full = np.where(node_pad, np.inf, np.where(self.idle[node_gpus] | self.open[node_gpus],
+                                                   self.base_cost[node_gpus], np.inf))
+        self._rows[nodes] = np.sort(full, axis=1)
+        self._changed_nodes.append(nodes)  # the node bounds are brought up to date when next read
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
@@ -120,11 +173,7 @@ class HorusPlacement(Placement):
             return ()  # as cost_per_gpu: the summary rules it out
         overload = self.util_cap > 1.0 or u > 1.0
         key = (k, u, m)
-        bound = self._bounds.get(key)
-        if bound is None:  # the same for every job of that shape until the load changes
-            rows = self._node_rows()
-            bound = self._bounds[key] = (rows + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)  # inf: < k
-        bound = bound.copy()
+        bound = self._node_bound(key, inv_cap).copy()
         best, best_node, chunk = np.inf, -1, 1
         found: np.ndarray | None = None
         while True:
@@ -161,6 +210,25 @@ class HorusPlacement(Placement):
             return None  # no single node fits: the general path (spanning nodes) decides
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
         return tuple(int(g) for g in chosen), best
+
+    def _node_bound(self, key: tuple[int, float, float], inv_cap: float) -> np.ndarray:
+        """Per node, the lower bound of a (k GPUs, util, memory) job's summed cost (inf: fewer than k GPUs can take
+        it): kept per job shape and updated on the nodes whose rows changed since (read-only)."""
+        k, u, m = key
+        w = self.weights
+        rows = self._node_rows()
+        changed = self._changed_nodes
+        kept = self._bounds.get(key)
+        if kept is None:  # the same for every job of that shape until the load changes
+            bound = (rows + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)
+        elif kept[1] == len(changed):
+            return kept[0]
+        else:
+            bound = kept[0]
+            nodes = changed[kept[1]] if kept[1] + 1 == len(changed) else np.unique(np.concatenate(changed[kept[1]:]))
+            bound[nodes] = (rows[nodes] + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)
+        self._bounds[key] = (bound, len(changed))
+        return bound
 
     def _one_inv_cap(self) -> float | None:
         """``inv_cap`` when every GPU has the same card size, else None."""
@@ -244,9 +312,10 @@ class HorusPlacement(Placement):
             self.inv_cap = 1.0 / state.mem_capacity_mib
         self.free_mib = self.mem_limit_mib - load.pred_mem_mib
         self.open = load.n_residents < self.max_residents
-        open_free = np.where(self.open, self.free_mib, -np.inf)
+        open_free = self._open_free = np.where(self.open, self.free_mib, -np.inf)
+        self._util_open = np.where(open_free > 0, load.pred_util, np.inf)
         self.max_free_mib = float(open_free.max()) if len(open_free) else 0.0
-        self.min_util_open = float(np.where(open_free > 0, load.pred_util, np.inf).min()) if len(open_free) else np.inf
+        self.min_util_open = float(self._util_open.min()) if len(open_free) else np.inf
         self._summary_ready = True
 
     def _ensure_base_cost(self) -> None:
