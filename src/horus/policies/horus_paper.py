@@ -7,6 +7,8 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any
 
+import numpy as np
+
 from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.parts.ordered import Placement
 from horus.policies.placements.horus import HorusPlacement
@@ -85,55 +87,61 @@ class HorusPolicy(Policy):
         if not placement.any_room():
             self._remember(state, window)
             return []
-        # The placeable jobs of the window with their choice, in window order (ties: first wins).
-        live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]] = {}
-        fresh = [job for job in window if job.spec.job_id not in blocked] if blocked else window
-        self._choose_into(live, fresh, load, state)
+        plan = _Window(self, load, state, window, blocked)
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
-        while window:
-            head = window[0]
+        while plan.waiting:
+            head = plan.head()
             if self.bypassed.get(head.spec.job_id, 0) > self.max_bypass:
-                pick = live.get(head.spec.job_id)  # aging: only the head may start
+                at = plan.head_seq if plan.alive[plan.head_seq] else -1  # aging: only the head may start
             else:
-                pick = min(live.values(), key=lambda entry: entry[1][1], default=None)
-            if pick is None:
+                at = plan.best()
+            if at < 0:
                 break
-            best, (gpus, _) = pick
-            del live[best.spec.job_id]
+            best, gpus = plan.start(at)
             started.append((best, gpus))
             self.note_start(best, gpus, state)
-            del window[next(i for i, job in enumerate(window) if job is best)]  # by identity: no dataclass ==
             self.bypassed.pop(best.spec.job_id, None)
             if best is not head:
                 self.bypassed[head.spec.job_id] = self.bypassed.get(head.spec.job_id, 0) + 1
             refill = next(queue_iter, None)
             if refill is not None:
-                window.append(refill)
-            if not window:
+                plan.append(refill)
+            if not plan.waiting:
                 break  # nothing left to plan: the planned load is not needed
             if load is state.load:
-                load = load.copy()  # copy on first write
+                load = plan.load = load.copy()  # copy on first write
             load.add(gpus, self.job_load(best, gpus[0], state), gpu_share(best.spec))
             placement.update_added(load, state, gpus)
             if not placement.any_room():
                 break
             # Only choices that used the GPUs just loaded can have changed (a job that did not fit
             # still does not: load only grew), plus the job that refilled the window.
-            touched = set(gpus)
-            stale = [job for job, choice in live.values() if not touched.isdisjoint(choice[0])]
-            if refill is not None:
-                stale.append(refill)
-            if stale:
-                self._choose_into(live, stale, load, state)
-        self._remember(state, window)
+            plan.choose(plan.stale(gpus, refill is not None))
+        self._remember(state, plan.window())
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
 
     def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
                      jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> None:
         """(Re-)evaluate ``jobs`` on ``load``; keep those that fit in ``live`` (in place), drop the rest."""
-        admitted = self.placement.possible(jobs, load, state).tolist()
-        fast = self._fast_choices(jobs, admitted, load, state)
+        rows = self.placement.requests(jobs, state)
+        for i, choice in enumerate(self._choices(jobs, rows, load, state)):
+            if choice is None:
+                live.pop(jobs[i].spec.job_id, None)
+            else:
+                live[jobs[i].spec.job_id] = (jobs[i], choice)
+
+    def _choices(self, jobs: list[QueuedJob], rows: np.ndarray, load: GPULoad, state: SchedulerState) -> list[Choice]:
+        """``choose`` of each of ``jobs`` (their ``requests`` rows given) on ``load``, None where it does not fit:
+        jobs ``possible`` rules out are not evaluated, those the idle fast path decides are decided at once, and
+        jobs alike (``_kind``) are evaluated once where ``choose`` allows."""
+        placement = self.placement
+        if type(placement).possible is Placement.possible:
+            admitted = placement.possible_rows(rows, load, state).tolist()
+        else:
+            admitted = placement.possible(jobs, load, state).tolist()
+        fast = self._fast_choices(jobs, rows, admitted, load, state)
         kinds: dict[tuple[object, ...], Choice] | None = {} if self._choice_by_kind() else None
+        out: list[Choice] = []
         for i, (job, ok) in enumerate(zip(jobs, admitted)):
             if i in fast:
                 choice = fast[i]
@@ -144,10 +152,8 @@ class HorusPolicy(Policy):
             else:  # jobs alike get the same choice on the same load: one evaluation per kind
                 kind = self._kind(job, state)
                 choice = kinds[kind] if kind in kinds else kinds.setdefault(kind, self.choose(job, load, state))
-            if choice is None:
-                live.pop(job.spec.job_id, None)
-            else:
-                live[job.spec.job_id] = (job, choice)
+            out.append(choice)
+        return out
 
     def _choice_by_kind(self) -> bool:
         """Whether ``choose`` depends on a job only through ``_kind``: true of this class's and of the classes that
@@ -163,18 +169,162 @@ class HorusPolicy(Policy):
         return (spec.job_type, spec.num_gpus, spec.gpu_type_request, job.oom_failures > 0,
                 *((p.util, p.mem_mib) for p in self.placement.job_loads(job, state)))
 
-    def _fast_choices(self, jobs: list[QueuedJob], admitted: list[bool], load: GPULoad,
+    def _fast_path(self) -> bool:
+        """Whether ``choose`` is this class's and the placement's ``evaluate`` ``HorusPlacement``'s (then the idle
+        fast path may decide jobs at once)."""
+        placement = self.placement
+        return not (type(self).choose is not HorusPolicy.choose or type(placement).evaluate is not HorusPlacement.evaluate
+                    or type(placement)._idle_fast_path is not HorusPlacement._idle_fast_path)
+
+    def _fast_choices(self, jobs: list[QueuedJob], rows: np.ndarray, admitted: list[bool], load: GPULoad,
                       state: SchedulerState) -> dict[int, tuple[tuple[int, ...], float]]:
         """``choose`` of the admitted jobs the placement's idle fast path decides, at once (position -> choice);
-        only where ``choose`` is this class's and the placement's ``evaluate`` is ``HorusPlacement``'s."""
+        only where ``_fast_path``."""
         placement = self.placement
-        if type(self).choose is not HorusPolicy.choose or type(placement).evaluate is not HorusPlacement.evaluate \
-                or type(placement)._idle_fast_path is not HorusPlacement._idle_fast_path:
+        if not self._fast_path():
             return {}
-        return placement.idle_fast_choices(jobs, admitted, load, state)
+        return placement.idle_fast_choices(jobs, admitted, load, state, rows=rows)
 
     def _remember(self, state: SchedulerState, waiting: list[QueuedJob]) -> None:
         """The jobs that could not start under the planned load (trusted while the load stays as planned)."""
         self._blocked.remember(state, frozenset(job.spec.job_id for job in waiting))
         if len(self.bypassed) > 4 * len(state.queue) + 1024:
             self.bypassed = {jid: n for jid, n in self.bypassed.items() if jid in state.queue}
+
+
+class _Window:
+    """One call's look-ahead window as arrays by window sequence number (the order jobs entered the window): each
+    waiting job's current choice and its cost (inf: none), so the cheapest is one ``argmin`` (ties: the earliest
+    entered, as a dict of choices kept in window order would give) and the choices a start made stale are found
+    without a pass over the jobs."""
+
+    def __init__(self, policy: HorusPolicy, load: GPULoad, state: SchedulerState, window: list[QueuedJob],
+                 blocked: frozenset[str]) -> None:
+        self.policy, self.load, self.state = policy, load, state
+        self.jobs: list[QueuedJob] = []
+        self.size = max(2 * len(window), 64)
+        self.cost = np.full(self.size, np.inf)
+        self.alive = np.zeros(self.size, dtype=bool)  # has a choice
+        self.gpu = np.full(self.size, -1, dtype=np.int64)  # the GPU of a one-GPU choice
+        self.multi: dict[int, tuple[int, ...]] = {}  # seq -> the GPUs of a choice of several
+        self.done = np.zeros(self.size, dtype=bool)  # started
+        self.rows = np.zeros((self.size, 5))
+        self.typed = np.zeros(self.size, dtype=bool)  # has a GPU-type request
+        self.fast = policy._fast_path() and isinstance(policy.placement, HorusPlacement)
+        self.head_seq = 0
+        self.waiting = 0
+        rows = policy.placement.requests(window, state) if window else np.zeros((0, 5))
+        for job, row in zip(window, rows):
+            self._enter(job, row)
+        fresh = [i for i, job in enumerate(window) if job.spec.job_id not in blocked] if blocked else \
+            list(range(len(window)))
+        self.choose(np.asarray(fresh, dtype=np.int64))
+
+    def _enter(self, job: QueuedJob, row: np.ndarray) -> int:
+        seq = len(self.jobs)
+        if seq == self.size:
+            self._grow()
+        self.jobs.append(job)
+        self.rows[seq] = row
+        self.typed[seq] = job.spec.gpu_type_request is not None
+        self.waiting += 1
+        return seq
+
+    def _grow(self) -> None:
+        n = self.size
+        self.size = 2 * n
+        self.cost = np.concatenate((self.cost, np.full(n, np.inf)))
+        self.alive = np.concatenate((self.alive, np.zeros(n, dtype=bool)))
+        self.gpu = np.concatenate((self.gpu, np.full(n, -1, dtype=np.int64)))
+        self.done = np.concatenate((self.done, np.zeros(n, dtype=bool)))
+        self.rows = np.concatenate((self.rows, np.zeros((n, 5))))
+        self.typed = np.concatenate((self.typed, np.zeros(n, dtype=bool)))
+
+    def append(self, job: QueuedJob) -> None:
+        """A job refills the window (evaluated by the next ``choose`` of ``stale``)."""
+        self._enter(job, self.policy.placement.requests([job], self.state)[0])
+
+    def head(self) -> QueuedJob:
+        """The oldest waiting job of the window."""
+        while self.done[self.head_seq]:
+            self.head_seq += 1
+        return self.jobs[self.head_seq]
+
+    def best(self) -> int:
+        """The waiting job of least cost (ties: entered first), -1 when none has a choice."""
+        n = len(self.jobs)
+        at = int(np.argmin(self.cost[:n]))
+        if self.alive[at] and np.isfinite(self.cost[at]):
+            return at
+        live = np.flatnonzero(self.alive[:n])  # costs not finite: the first least by Python's comparisons
+        if not len(live):
+            return -1
+        return min(live.tolist(), key=lambda i: float(self.cost[i]))
+
+    def start(self, seq: int) -> tuple[QueuedJob, tuple[int, ...]]:
+        gpus = self.multi.pop(seq, None) or (int(self.gpu[seq]),)
+        self._drop(np.asarray([seq]))
+        self.done[seq] = True
+        self.waiting -= 1
+        return self.jobs[seq], gpus
+
+    def _drop(self, seqs: np.ndarray) -> None:
+        self.alive[seqs] = False
+        self.cost[seqs] = np.inf
+        self.gpu[seqs] = -1
+
+    def stale(self, gpus: tuple[int, ...], refilled: bool) -> np.ndarray:
+        """Window jobs whose choice used any of ``gpus`` (ascending), and the job that refilled it."""
+        n = len(self.jobs)
+        one = self.gpu[:n]
+        hit = one == gpus[0] if len(gpus) == 1 else np.isin(one, gpus)
+        found = np.flatnonzero(hit).tolist()
+        if self.multi:
+            touched = set(gpus)
+            found += [seq for seq, used in self.multi.items() if not touched.isdisjoint(used)]
+            found.sort()
+        if refilled:
+            found.append(n - 1)
+        return np.asarray(found, dtype=np.int64)
+
+    def choose(self, seqs: np.ndarray) -> None:
+        """(Re-)evaluate the window jobs ``seqs`` on the planned load."""
+        if not len(seqs):
+            return
+        policy, placement, load, state = self.policy, self.policy.placement, self.load, self.state
+        rows = self.rows[seqs]
+        if self.fast and type(placement).possible is Placement.possible and placement.idle_fast_applies(load, state):
+            # as ``_choices``, with the jobs the idle fast path decides (all one-GPU ones) decided as one array
+            admitted = placement.possible_rows(rows, load, state)
+            one = admitted & (rows[:, 0] == 1) & ~self.typed[seqs]
+            if one.any():
+                at = seqs[one]
+                g, cost = placement.idle_fast_costs(rows[one], load, state)  # type: ignore[attr-defined]
+                self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
+            out = seqs[~admitted]
+            if len(out):
+                for seq in out.tolist():
+                    self.multi.pop(seq, None)
+                self._drop(out)
+            seqs = seqs[admitted & ~one]
+            if not len(seqs):
+                return
+            rows = rows[admitted & ~one]
+        jobs = [self.jobs[i] for i in seqs.tolist()]
+        choices = policy._choices(jobs, rows, load, state)
+        for seq, choice in zip(seqs.tolist(), choices):
+            self.multi.pop(seq, None)
+            if choice is None:
+                self.alive[seq], self.cost[seq], self.gpu[seq] = False, np.inf, -1
+                continue
+            gpus, cost = choice
+            self.alive[seq], self.cost[seq] = True, cost
+            if len(gpus) == 1:
+                self.gpu[seq] = gpus[0]
+            else:
+                self.gpu[seq] = -1
+                self.multi[seq] = gpus
+
+    def window(self) -> list[QueuedJob]:
+        """The waiting jobs of the window, in window order."""
+        return [job for job, done in zip(self.jobs, self.done[:len(self.jobs)].tolist()) if not done]

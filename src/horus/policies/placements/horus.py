@@ -278,30 +278,42 @@ class HorusPlacement(Placement):
                 + w.node_fit * self.node_idle[node] / self.idx.node_size[node])
         return (g,), float(cost)
 
-    def idle_fast_choices(self, jobs: list[QueuedJob], ok: list[bool], load: GPULoad,
-                          state: SchedulerState) -> dict[int, tuple[tuple[int, ...], float]]:
+    def idle_fast_choices(self, jobs: list[QueuedJob], ok: list[bool], load: GPULoad, state: SchedulerState,
+                          rows: np.ndarray | None = None) -> dict[int, tuple[tuple[int, ...], float]]:
         """``evaluate`` of the jobs ``ok`` admits that take the idle fast path, all at once (position -> choice);
-        the others are left out (evaluate them one by one). Same values: the same float operations, per job."""
-        if not hasattr(self, "idx") or self.idx.cluster is not state.cluster:
-            self.begin(load, state)
-        self._ensure_idle()
-        w = self.weights
-        if not self.n_idle or len(self.idx.types) != 1 or w.corunners <= w.node_fit:
+        the others are left out (evaluate them one by one). Same values: the same float operations, per job.
+        ``rows``: the jobs' ``requests`` rows, where the caller has them."""
+        if not self.idle_fast_applies(load, state):
             return {}
         at = [i for i, job in enumerate(jobs) if ok[i] and job.spec.num_gpus == 1 and job.spec.gpu_type_request is None]
         if not at:
             return {}
+        rows = (self.requests(jobs, state) if rows is None else rows)[at]  # one GPU type: the least over types
+        g, cost = self.idle_fast_costs(rows, load, state)
+        return {i: ((g,), c) for i, c in zip(at, cost.tolist())}
+
+    def idle_fast_applies(self, load: GPULoad, state: SchedulerState) -> bool:
+        """Whether a one-GPU job without a GPU-type request takes the idle fast path on ``load`` now."""
+        if not hasattr(self, "idx") or self.idx.cluster is not state.cluster:
+            self.begin(load, state)
+        self._ensure_idle()
+        w = self.weights
+        return bool(self.n_idle) and len(self.idx.types) == 1 and w.corunners > w.node_fit
+
+    def idle_fast_costs(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> tuple[int, np.ndarray]:
+        """The idle fast path's GPU and its cost for jobs with these ``requests`` rows (where
+        ``idle_fast_applies``; one-GPU jobs without a GPU-type request)."""
+        w = self.weights
         if self._fast_gpu is None:
             node = int(np.argmin(np.where(self.node_idle > 0, self.node_idle, np.inf)))
             gpus = self.idx.node_gpus[node]
             self._fast_gpu = (int(gpus[int(np.argmax(self.idle[gpus] & ~self.idx.node_pad[node]))]), node)
         g, node = self._fast_gpu
-        rows = self.requests(jobs, state)[at]  # one GPU type: its prediction is the least over types
         util_after = load.pred_util[g] + rows[:, 2]
         cost = (w.util * util_after + w.overload * np.maximum(util_after - 1.0, 0.0)
                 + w.memory * (load.pred_mem_mib[g] + rows[:, 1]) / state.mem_capacity_mib[g]
                 + w.node_fit * self.node_idle[node] / self.idx.node_size[node])
-        return {i: ((g,), c) for i, c in zip(at, cost.tolist())}
+        return g, cost
 
     def _summarise(self) -> None:
         self._ensure_idle()
