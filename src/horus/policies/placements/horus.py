@@ -82,52 +82,58 @@ class HorusPlacement(Placement):
         self._load = load
         self._fast_gpu = None
         idx = self.idx
-        at = np.asarray(gpus, dtype=np.int64)
-        nodes = np.unique(idx.node_of_gpu[at])
-        self.idle[at] = load.n_residents[at] == 0
-        node_gpus, node_pad = idx.node_gpus[nodes], idx.node_pad[nodes]
-        counts = np.count_nonzero(self.idle[node_gpus] & ~node_pad, axis=1)
-        self.n_idle += int(counts.sum() - self.node_idle[nodes].sum())
-        self.node_idle[nodes] = counts
+        n_res, idle = load.n_residents, self.idle
+        for g in gpus:
+            idle[g] = n_res[g] == 0
+        nodes = sorted({int(idx.node_of_gpu[g]) for g in gpus})
+        spans = [(node, int(idx.node_first[node]), int(idx.node_first[node] + idx.node_size[node])) for node in nodes]
+        for node, first, end in spans:
+            count = int(np.count_nonzero(idle[first:end]))
+            self.n_idle += count - int(self.node_idle[node])
+            self.node_idle[node] = count
+            self._idle_key[node] = count if count > 0 else np.inf
         if not self._summary_ready:
             return
-        self.free_mib[at] = self.mem_limit_mib[at] - load.pred_mem_mib[at]
-        self.open[at] = load.n_residents[at] < self.max_residents
-        open_free = np.where(self.open[at], self.free_mib[at], -np.inf)
-        util_open = np.where(open_free > 0, load.pred_util[at], np.inf)
-        old_free, old_util = self._open_free[at], self._util_open[at]
-        self._open_free[at], self._util_open[at] = open_free, util_open
-        if (old_free == self.max_free_mib).any():
+        rescan_free = rescan_util = False
+        for g in gpus:
+            free = self.free_mib[g] = self.mem_limit_mib[g] - load.pred_mem_mib[g]
+            is_open = self.open[g] = n_res[g] < self.max_residents
+            open_free = free if is_open else -np.inf
+            util_open = load.pred_util[g] if open_free > 0 else np.inf
+            rescan_free |= bool(self._open_free[g] == self.max_free_mib)
+            rescan_util |= bool(self._util_open[g] == self.min_util_open)
+            self._open_free[g], self._util_open[g] = open_free, util_open
+            if open_free > self.max_free_mib:
+                self.max_free_mib = float(open_free)
+            if util_open < self.min_util_open:
+                self.min_util_open = float(util_open)
+        if rescan_free:
             self.max_free_mib = float(self._open_free.max())
-        else:
-            self.max_free_mib = max(self.max_free_mib, float(open_free.max()))
-        if (old_util == self.min_util_open).any():
+        if rescan_util:
             self.min_util_open = float(self._util_open.min())
-        else:
-            self.min_util_open = min(self.min_util_open, float(util_open.min()))
         if not self._base_ready:
             return
         w = self.weights
-        flat = node_gpus[~node_pad]  # the GPUs of the changed nodes
-        self.base_cost[flat] = (w.util * load.pred_util[flat] + (w.memory * load.pred_mem_mib[flat]) * self.inv_cap[flat]
-                                + w.corunners * load.n_residents[flat]
-                                + (w.node_fit * self.node_idle[nodes] / idx.node_size[nodes])[
-                                    np.repeat(np.arange(len(nodes)), idx.node_size[nodes])])
-        if not self._rows_ready:
+        rows = self._rows_ready
+        for node, first, end in spans:
+            here = slice(first, end)
+            base = self.base_cost[here] = (w.util * load.pred_util[here] + (w.memory * load.pred_mem_mib[here])
+                                           * self.inv_cap[here] + w.corunners * n_res[here]
+                                           + w.node_fit * self.node_idle[node] / idx.node_size[node])
+            if rows:
+                values = self._rows_values[here] = np.where(idle[here] | self.open[here], base, np.inf)
+                self._rows[node, :end - first] = np.sort(values)
+        if not rows:
             self._bounds = {}
             return
-        values = np.where(self.idle[flat] | self.open[flat], self.base_cost[flat], np.inf)
-        self._rows_values[flat] = values
-        full = np.where(node_pad, np.inf, np.where(self.idle[node_gpus] | self.open[node_gpus],
-                                                   self.base_cost[node_gpus], np.inf))
-        self._rows[nodes] = np.sort(full, axis=1)
-        self._changed_nodes.append(nodes)  # the node bounds are brought up to date when next read
+        self._changed_nodes.append(np.asarray(nodes, dtype=np.int64))  # node bounds: brought up to date when read
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
             self.idle = self._load.n_residents == 0
             self.n_idle = int(np.count_nonzero(self.idle))
             self.node_idle = np.add.reduceat(self.idle, self.idx.node_first, dtype=np.int64)
+            self._idle_key = np.where(self.node_idle > 0, self.node_idle, np.inf)  # the fast path's node: least
             self._idle_ready = True
 
     def evaluate(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[tuple[int, ...], float] | None:
@@ -267,9 +273,7 @@ class HorusPlacement(Placement):
         if w.corunners <= w.node_fit:  # the shortcut's premise does not hold for these weights
             return super().evaluate(job, load, state)  # type: ignore[return-value]
         if self._fast_gpu is None:  # the same GPU for every job until the load changes
-            node = int(np.argmin(np.where(self.node_idle > 0, self.node_idle, np.inf)))
-            gpus = self.idx.node_gpus[node]
-            self._fast_gpu = (int(gpus[int(np.argmax(self.idle[gpus] & ~self.idx.node_pad[node]))]), node)
+            self._fast_gpu = self._first_idle_gpu()
         g, node = self._fast_gpu
         pred = self.job_loads(job, state)[0]
         util_after = load.pred_util[g] + pred.util
@@ -277,6 +281,12 @@ class HorusPlacement(Placement):
                 + w.memory * (load.pred_mem_mib[g] + pred.mem_mib) / state.mem_capacity_mib[g]
                 + w.node_fit * self.node_idle[node] / self.idx.node_size[node])
         return (g,), float(cost)
+
+    def _first_idle_gpu(self) -> tuple[int, int]:
+        """The first idle GPU of the node with the fewest idle GPUs (ties: the lowest node), and that node."""
+        node = int(np.argmin(self._idle_key))
+        first = int(self.idx.node_first[node])
+        return first + int(np.argmax(self.idle[first:first + int(self.idx.node_size[node])])), node
 
     def idle_fast_choices(self, jobs: list[QueuedJob], ok: list[bool], load: GPULoad, state: SchedulerState,
                           rows: np.ndarray | None = None) -> dict[int, tuple[tuple[int, ...], float]]:
@@ -304,10 +314,8 @@ class HorusPlacement(Placement):
         """The idle fast path's GPU and its cost for jobs with these ``requests`` rows (where
         ``idle_fast_applies``; one-GPU jobs without a GPU-type request)."""
         w = self.weights
-        if self._fast_gpu is None:
-            node = int(np.argmin(np.where(self.node_idle > 0, self.node_idle, np.inf)))
-            gpus = self.idx.node_gpus[node]
-            self._fast_gpu = (int(gpus[int(np.argmax(self.idle[gpus] & ~self.idx.node_pad[node]))]), node)
+        if self._fast_gpu is None:  # the same GPU for every job until the load changes
+            self._fast_gpu = self._first_idle_gpu()
         g, node = self._fast_gpu
         util_after = load.pred_util[g] + rows[:, 2]
         cost = (w.util * util_after + w.overload * np.maximum(util_after - 1.0, 0.0)
