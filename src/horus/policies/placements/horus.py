@@ -187,6 +187,13 @@ class HorusPlacement(Placement):
             first = bound[node]
             if not np.isfinite(first) or first > best or (first == best and node > best_node):
                 break
+            if chunk == 1 and adjust is None:  # one node: its GPUs as a slice (the same values as the rows below)
+                total, padded_one = self._node_sum(load, node, k, u, m, overload)
+                if total < best:
+                    best, best_node, found = total, node, padded_one
+                bound[node] = np.inf
+                chunk = 16
+                continue
             if chunk == 1:
                 part = np.array([node])
             elif np.isfinite(best):
@@ -216,6 +223,23 @@ class HorusPlacement(Placement):
             return None  # no single node fits: the general path (spanning nodes) decides
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
         return tuple(int(g) for g in chosen), best
+
+    def _node_sum(self, load: GPULoad, node: int, k: int, u: float, m: float, overload: bool) -> tuple[float, np.ndarray]:
+        """``bounded_choice``'s exact least sum of k GPU costs on one node (inf: fewer than k can take the job) and
+        the node's GPU costs (inf: infeasible), computed on a slice of the node's GPUs."""
+        w = self.weights
+        first = int(self.idx.node_first[node])
+        here = slice(first, first + int(self.idx.node_size[node]))
+        cost = self.base_cost[here] + w.util * u + (w.memory * m) * self.inv_cap[here]
+        util_after = load.pred_util[here] + u
+        if overload:
+            cost = cost + w.overload * np.maximum(util_after - 1.0, 0.0)
+        feasible = (self.free_mib[here] >= m) & self.open[here] & (util_after <= self.util_cap)
+        feasible |= self.idle[here]
+        padded = np.where(feasible, cost, np.inf)
+        if np.count_nonzero(np.isfinite(padded)) < k:
+            return np.inf, padded
+        return float(np.sort(padded)[:k].sum()), padded
 
     def _node_bound(self, key: tuple[int, float, float], inv_cap: float) -> np.ndarray:
         """Per node, the lower bound of a (k GPUs, util, memory) job's summed cost (inf: fewer than k GPUs can take
