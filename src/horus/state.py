@@ -83,6 +83,13 @@ class GPULoad:
 
     def add(self, gpus: Sequence[int], pred: Prediction, share: float, sign: int = 1) -> None:
         """Add (sign=+1) or remove (-1) one worker of a job on each of ``gpus`` (distinct indices)."""
+        if len(gpus) == 1:  # the same values, without building index arrays
+            g = gpus[0]
+            self.pred_util[g] += sign * pred.util
+            self.pred_mem_mib[g] += sign * pred.mem_mib
+            self.n_residents[g] += sign
+            self.alloc_share[g] += sign * share
+            return
         idx = list(gpus)
         self.pred_util[idx] += sign * pred.util
         self.pred_mem_mib[idx] += sign * pred.mem_mib

@@ -130,16 +130,21 @@ class HorusPolicy(Policy):
             else:
                 live[jobs[i].spec.job_id] = (jobs[i], choice)
 
-    def _choices(self, jobs: list[QueuedJob], rows: np.ndarray, load: GPULoad, state: SchedulerState) -> list[Choice]:
+    def _choices(self, jobs: list[QueuedJob], rows: np.ndarray, load: GPULoad, state: SchedulerState,
+                 admitted: list[bool] | None = None) -> list[Choice]:
         """``choose`` of each of ``jobs`` (their ``requests`` rows given) on ``load``, None where it does not fit:
         jobs ``possible`` rules out are not evaluated, those the idle fast path decides are decided at once, and
-        jobs alike (``_kind``) are evaluated once where ``choose`` allows."""
+        jobs alike (``_kind``) are evaluated once where ``choose`` allows. ``admitted``: ``possible`` of the jobs
+        where the caller has it and has decided the fast path's jobs itself (none of ``jobs`` takes it)."""
         placement = self.placement
-        if type(placement).possible is Placement.possible:
-            admitted = placement.possible_rows(rows, load, state).tolist()
+        if admitted is not None:
+            fast: dict[int, tuple[tuple[int, ...], float]] = {}
         else:
-            admitted = placement.possible(jobs, load, state).tolist()
-        fast = self._fast_choices(jobs, rows, admitted, load, state)
+            if type(placement).possible is Placement.possible:
+                admitted = placement.possible_rows(rows, load, state).tolist()
+            else:
+                admitted = placement.possible(jobs, load, state).tolist()
+            fast = self._fast_choices(jobs, rows, admitted, load, state)
         kinds: dict[tuple[object, ...], Choice] | None = {} if self._choice_by_kind() else None
         out: list[Choice] = []
         for i, (job, ok) in enumerate(zip(jobs, admitted)):
@@ -242,7 +247,7 @@ class _Window:
 
     def append(self, job: QueuedJob) -> None:
         """A job refills the window (evaluated by the next ``choose`` of ``stale``)."""
-        self._enter(job, self.policy.placement.requests([job], self.state)[0])
+        self._enter(job, self.policy.placement.table.row(job, self.state))
 
     def head(self) -> QueuedJob:
         """The oldest waiting job of the window."""
@@ -275,10 +280,10 @@ class _Window:
 
     def stale(self, gpus: tuple[int, ...], refilled: bool) -> np.ndarray:
         """Window jobs whose choice used any of ``gpus`` (ascending), and the job that refilled it."""
-        n = len(self.jobs)
-        one = self.gpu[:n]
+        n, head = len(self.jobs), self.head_seq  # no choice before the head: all started
+        one = self.gpu[head:n]
         hit = one == gpus[0] if len(gpus) == 1 else np.isin(one, gpus)
-        found = np.flatnonzero(hit).tolist()
+        found = (np.flatnonzero(hit) + head).tolist()
         if self.multi:
             touched = set(gpus)
             found += [seq for seq, used in self.multi.items() if not touched.isdisjoint(used)]
@@ -306,12 +311,13 @@ class _Window:
                 for seq in out.tolist():
                     self.multi.pop(seq, None)
                 self._drop(out)
-            seqs = seqs[admitted & ~one]
-            if not len(seqs):
+            rest = admitted & ~one
+            if not rest.any():
                 return
-            rows = rows[admitted & ~one]
-        jobs = [self.jobs[i] for i in seqs.tolist()]
-        choices = policy._choices(jobs, rows, load, state)
+            seqs, rows = seqs[rest], rows[rest]
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, [True] * len(seqs))
+        else:
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state)
         for seq, choice in zip(seqs.tolist(), choices):
             self.multi.pop(seq, None)
             if choice is None:

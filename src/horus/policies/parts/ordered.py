@@ -173,6 +173,16 @@ class RequestTable:
         self._last_jobs, self._last_rows = list(jobs), rows
         return rows
 
+    def row(self, job: QueuedJob, state: SchedulerState) -> np.ndarray:
+        """The row of one job (``rows`` of one job without the list bookkeeping; a copy)."""
+        hit = self._index.get(job.spec.job_id)
+        if hit is None or hit[0] is not job or hit[1] != job.oom_failures:
+            if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
+                self._index.clear()
+                self._next_row = 0
+            hit = self._add(job, state)
+        return self._table[hit[2]].copy()
+
     def _add(self, job: QueuedJob, state: SchedulerState) -> tuple[QueuedJob, int, int]:
         slot = self._next_row
         self._next_row += 1
