@@ -54,6 +54,7 @@ from horus.policies.parts.resident_types import ResidentTypes
 from horus.state import GPULoad, PlanMemo, QueuedJob, SchedulerState, gpu_share
 
 __all__ = ["GengPolicy", "ResidentTypes", "op_mix", "op_mix_similarity"]
+_FIRST = np.zeros(1, dtype=np.int64)  # reduceat over one whole segment
 
 
 @POLICIES.register("geng")
@@ -126,7 +127,7 @@ class GengPolicy(Policy):
             pred = state.predict(spec, state.cluster.gpus[gpus[0]].gpu_type)
             load.add(gpus, pred, gpu_share(spec))
             self.types.add(gpus, spec.job_type, pred.mem_mib)
-            self._begin(load, state)
+            self._begin_added(load, state, gpus)
             actions.append(Start(spec.job_id, gpus))
             possible[i + 1:] = self.possible(window[i + 1:], load, state)
         if self.max_residents <= 2:  # see the module docstring: only then is "unplaceable" kept until the load changes
@@ -143,6 +144,20 @@ class GengPolicy(Policy):
         size = idx.node_size
         self._idle_frac = np.add.reduceat(self._idle, idx.node_first, dtype=np.int64) / size
         self._mem_frac = np.add.reduceat(load.pred_mem_mib / state.mem_capacity_mib, idx.node_first) / size
+
+    def _begin_added(self, load: GPULoad, state: SchedulerState, gpus: tuple[int, ...]) -> None:
+        """``_begin`` after one worker was added on each of ``gpus``: redone for those GPUs and their nodes (the
+        same operations per element and per node segment)."""
+        idx, n_res = self.idx, load.n_residents
+        for g in gpus:
+            self._idle[g] = n_res[g] == 0
+            self._shared_open[g] = 0 < n_res[g] < self.max_residents
+        self._any_shared = bool(self._shared_open.any())
+        for node in sorted({int(idx.node_of_gpu[g]) for g in gpus}):
+            first = int(idx.node_first[node])
+            here, size = slice(first, first + int(idx.node_size[node])), idx.node_size[node]
+            self._idle_frac[node] = np.add.reduceat(self._idle[here], _FIRST, dtype=np.int64)[0] / size
+            self._mem_frac[node] = np.add.reduceat(load.pred_mem_mib[here] / state.mem_capacity_mib[here], _FIRST)[0] / size
 
     def possible(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray:
         """Per job, False when fewer than k GPUs are idle or open with room for its least predicted

@@ -70,6 +70,7 @@ class ClusterLevel:
         self.free_weight = free_weight
         self.memory_weight = memory_weight
         self._similarity: dict[str, np.ndarray] = {}  # model -> similarity per co-runner set id
+        self._pairs: dict[str, dict[str, float]] = {}  # model -> co-runner type -> pair similarity
 
     def choose(self, job: QueuedJob, loss: np.ndarray, idx: ClusterIndex, types: ResidentTypes,
                idle_frac: np.ndarray, mem_frac: np.ndarray, node_level: NodeLevel,
@@ -113,7 +114,7 @@ class ClusterLevel:
         size = len(types.sets)
         if table is None or len(table) < size:
             if sum(len(t) for t in self._similarity.values()) > 20_000_000:  # bound memory: start afresh
-                self._similarity = {}
+                self._similarity, self._pairs = {}, {}
                 table = None
             grown = np.full(max(2 * size, 64), np.nan)
             if table is not None:
@@ -122,7 +123,12 @@ class ClusterLevel:
         values = table[set_ids]
         missing = np.isnan(values)
         if missing.any():
+            pair = self._pairs.setdefault(model, {})  # op_mix_similarity's terms, per co-runner type
             for s in np.unique(set_ids[missing]).tolist():
-                table[s] = op_mix_similarity(model, types.sets[s])
+                sims = []
+                for t in types.sorted_sets[s]:  # in op_mix_similarity's order: the same mean
+                    v = pair.get(t)
+                    sims.append(pair.setdefault(t, _pair_similarity(model, t)) if v is None else v)
+                table[s] = mean_as_numpy(sims) if sims else 0.0
             values = table[set_ids]
         return values

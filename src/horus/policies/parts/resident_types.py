@@ -23,6 +23,7 @@ class ResidentTypes:
         self.sigs: list[tuple[str, ...]] = [()]
         self._sig_id: dict[tuple[str, ...], int] = {(): 0}
         self.sets: list[frozenset[str]] = [frozenset()]
+        self.sorted_sets: list[tuple[str, ...]] = [()]  # each set's types, sorted
         self._set_id: dict[frozenset[str], int] = {frozenset(): 0}
         self._set_of_sigs: dict[frozenset[int], int] = {}  # the signatures of a node's GPUs -> its set id
         self._state: SchedulerState | None = None
@@ -43,6 +44,7 @@ class ResidentTypes:
         if sid is None:
             sid = self._set_id[types] = len(self.sets)
             self.sets.append(types)
+            self.sorted_sets.append(tuple(sorted(types)))
         return sid
 
     def sync(self, state: SchedulerState) -> None:
@@ -57,12 +59,13 @@ class ResidentTypes:
         else:
             changed = np.flatnonzero((cur.n_residents != self._n) | (cur.pred_mem_mib != self._mem))
         running, residents, sig_id = state.running, state.residents, self._sig_id
-        gpus = changed.tolist()
-        if len(gpus) > len(running):  # many GPUs (a new state): each job's type once, then per GPU
-            one = {j: (run.spec.job_type,) for j, run in running.items()}
-            keys = [one[r[0]] if len(r) == 1 else tuple([one[j][0] for j in r]) for r in map(residents.__getitem__, gpus)]
+        if len(changed) > len(running):  # many GPUs (a new state): per job, then the GPUs several jobs share
+            self.sig_of_gpu[changed] = 0  # those left without residents; the others are set next
+            self._sync_by_job(state)
+            gpus = np.flatnonzero(cur.n_residents > 1).tolist()
         else:
-            keys = [tuple([running[j].spec.job_type for j in residents[g]]) for g in gpus]
+            gpus = changed.tolist()
+        keys = [tuple([running[j].spec.job_type for j in residents[g]]) for g in gpus]
         sids = []
         for key in keys:
             sid = sig_id.get(key)
@@ -72,6 +75,20 @@ class ResidentTypes:
         self._mem = cur.pred_mem_mib.copy()
         if len(changed):
             self._refresh_nodes(np.unique(self.idx.node_of_gpu[changed]))
+
+    def _sync_by_job(self, state: SchedulerState) -> None:
+        """Each running job's one-type signature on all its GPUs (right where it runs alone)."""
+        single: dict[str, int] = {}
+        gpus: list[int] = []
+        sids: list[int] = []
+        for run in state.running.values():
+            job_type = run.spec.job_type
+            sid = single.get(job_type)
+            if sid is None:
+                sid = single[job_type] = self._intern((job_type,))
+            gpus.extend(run.gpus)
+            sids.extend([sid] * len(run.gpus))
+        self.sig_of_gpu[gpus] = sids
 
     def add(self, gpus: tuple[int, ...], job_type: str, mem_mib: float) -> None:
         """Record one planned worker of ``job_type`` on each of ``gpus`` (as ``GPULoad.add`` does)."""
