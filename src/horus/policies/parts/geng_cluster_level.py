@@ -61,6 +61,29 @@ def _pair_similarity(model: str, job_type: str) -> float:
     return float(op_mix(model) @ op_mix(job_type.rpartition("/b")[0]))
 
 
+def _uniform(idx: ClusterIndex) -> bool:
+    """Whether every node has the same number of GPUs, numbered node after node (then a per-GPU array reshaped
+    is the per-node rows)."""
+    flag = getattr(idx, "_geng_uniform", None)
+    if flag is None:
+        flag = idx._geng_uniform = bool(  # type: ignore[attr-defined]
+            idx.num_nodes > 0 and not idx.node_pad.any() and idx.node_gpus.size == len(idx.node_of_gpu)
+            and np.array_equal(idx.node_gpus.ravel(), np.arange(idx.node_gpus.size)))
+    return flag
+
+
+def _node_rows(loss: np.ndarray, idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
+    """Per node, its GPUs' losses (inf past its last GPU; read-only) and how many are finite."""
+    if not _uniform(idx):
+        padded = np.where(idx.node_pad, np.inf, loss[idx.node_gpus])
+        return padded, np.isfinite(padded).sum(axis=1)
+    padded = loss.reshape(idx.node_gpus.shape)
+    finite = np.isfinite(loss)
+    if padded.shape[1] == 8 and hasattr(np, "bitwise_count"):  # eight one-byte booleans per node: set bits = count
+        return padded, np.bitwise_count(finite.view(np.uint64)).astype(np.int64)
+    return padded, finite.reshape(padded.shape).sum(axis=1)
+
+
 class ClusterLevel:
     """CLWP: the node (and, through ``NodeLevel``, its GPUs) for a job given its per-GPU losses."""
 
@@ -77,8 +100,7 @@ class ClusterLevel:
                state: SchedulerState) -> tuple[int, tuple[int, ...]] | None:
         """(node, its NLWP GPUs) for ``job``, or None when no node has k eligible GPUs."""
         k = job.spec.num_gpus
-        padded = np.where(idx.node_pad, np.inf, loss[idx.node_gpus])
-        count = np.isfinite(padded).sum(axis=1)
+        padded, count = _node_rows(loss, idx)
         nodes = np.flatnonzero((idx.node_size >= k) & (count >= k))
         if len(nodes) == 0:
             return None
