@@ -18,10 +18,9 @@ import torch
 from torch import nn
 
 from horus.zoo.base import ZooEntry, add, classification_loss, image_input
-from horus.zoo.models._layers import conv_bn_act
-from horus.zoo.models.mobile import InvertedResidual, _Classifier
+from horus.zoo.models.mobile import mobilenet_v2
 from horus.zoo.models.resnet import Bottleneck, ResNet, cifar_stem
-from horus.zoo.models.vgg import _CONFIGS
+from horus.zoo.models.vgg import _CONFIGS, vgg_features
 
 CIFAR10_CLASSES = 10
 
@@ -31,33 +30,12 @@ class CifarVGG(nn.Module):
 
     def __init__(self, config: list[int | str], num_classes: int = CIFAR10_CLASSES) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        cin = 3
-        for item in config:
-            if item == "M":
-                layers.append(nn.MaxPool2d(2, 2))
-            else:
-                layers += [nn.Conv2d(cin, int(item), 3, padding=1), nn.BatchNorm2d(int(item)), nn.ReLU()]
-                cin = int(item)
-        self.features = nn.Sequential(*layers)
+        self.features = vgg_features(config, batch_norm=True)
         self.pool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Linear(cin, num_classes)
+        self.classifier = nn.Linear(next(int(c) for c in reversed(config) if c != "M"), num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(torch.flatten(self.pool(self.features(x)), 1))
-
-
-def mobilenet_v2_cifar(num_classes: int = CIFAR10_CLASSES) -> nn.Module:
-    """MobileNetV2 (Table 2 of the paper) with strides 1 in the stem and the second stage."""
-    table = ((1, 16, 1, 1), (6, 24, 2, 1), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
-    layers: list[nn.Module] = [conv_bn_act(3, 32, 3, 1, act=nn.ReLU6)]
-    cin = 32
-    for t, c, n, s in table:
-        for i in range(n):
-            layers.append(InvertedResidual(cin, cin * t, c, 3, s if i == 0 else 1, nn.ReLU6))
-            cin = c
-    layers.append(conv_bn_act(cin, 1280, 1, act=nn.ReLU6))
-    return _Classifier(nn.Sequential(*layers), nn.Linear(1280, num_classes))
 
 
 def _add(name: str, build: object, description: str) -> None:
@@ -70,4 +48,4 @@ _add("vgg11_cifar", lambda: CifarVGG(_CONFIGS["vgg11"]), "VGG-11 with BatchNorm 
 _add("vgg16_cifar", lambda: CifarVGG(_CONFIGS["vgg16"]), "VGG-16 with BatchNorm for CIFAR-10 (512 -> 10 classifier)")
 _add("resnet50_cifar", lambda: ResNet(Bottleneck, (3, 4, 6, 3), CIFAR10_CLASSES, stem=cifar_stem()),
      "ResNet-50 for CIFAR-10 (3x3 stem, no max-pool, 10 classes)")
-_add("mobilenet_v2_cifar", mobilenet_v2_cifar, "MobileNetV2 for CIFAR-10 (stride-1 stem and second stage, 10 classes)")
+_add("mobilenet_v2_cifar", lambda: mobilenet_v2(cifar=True, num_classes=CIFAR10_CLASSES), "MobileNetV2 for CIFAR-10 (stride-1 stem and second stage, 10 classes)")

@@ -60,17 +60,21 @@ class _Classifier(nn.Module):
         return self.head(torch.flatten(self.pool(self.features(x)), 1))
 
 
-def mobilenet_v2() -> nn.Module:
+def mobilenet_v2(cifar: bool = False, num_classes: int = 1000) -> nn.Module:
+    """MobileNetV2 (Table 2 of the paper) with a dropout + 1280 -> 1000 head; ``cifar``: strides 1 in the stem and
+    the second stage and a plain 1280 -> ``num_classes`` head (pytorch-cifar's CIFAR change)."""
     # (expansion t, channels c, repeats n, first stride s), Table 2 of the paper
-    table = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
-    layers: list[nn.Module] = [conv_bn_act(3, 32, 3, 2, act=nn.ReLU6)]
+    table = ((1, 16, 1, 1), (6, 24, 2, 1 if cifar else 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+             (6, 160, 3, 2), (6, 320, 1, 1))
+    layers: list[nn.Module] = [conv_bn_act(3, 32, 3, 1 if cifar else 2, act=nn.ReLU6)]
     cin = 32
     for t, c, n, s in table:
         for i in range(n):
             layers.append(InvertedResidual(cin, cin * t, c, 3, s if i == 0 else 1, nn.ReLU6))
             cin = c
     layers.append(conv_bn_act(cin, 1280, 1, act=nn.ReLU6))
-    return _Classifier(nn.Sequential(*layers), nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, 1000)))
+    head = nn.Linear(1280, num_classes) if cifar else nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes))
+    return _Classifier(nn.Sequential(*layers), head)
 
 
 # (kernel, expanded, out, squeeze-excite, hard-swish, stride), Tables 1-2 of the MobileNetV3 paper

@@ -21,18 +21,25 @@ def _classifier(in_features: int, hidden: int = 4096, num_classes: int = 1000, d
     return nn.Sequential(*layers)
 
 
+def vgg_features(config: list[int | str], batch_norm: bool = False) -> nn.Sequential:
+    """The conv stack of a VGG config: 3x3 convs (each followed by BatchNorm when ``batch_norm``) and ReLU, "M" a
+    2x2 max-pool."""
+    layers: list[nn.Module] = []
+    cin = 3
+    for item in config:
+        if item == "M":
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += [nn.Conv2d(cin, int(item), 3, padding=1), *([nn.BatchNorm2d(int(item))] if batch_norm else []),
+                       nn.ReLU()]
+            cin = int(item)
+    return nn.Sequential(*layers)
+
+
 class VGG(nn.Module):
     def __init__(self, config: list[int | str]) -> None:
         super().__init__()
-        layers: list[nn.Module] = []
-        cin = 3
-        for item in config:
-            if item == "M":
-                layers.append(nn.MaxPool2d(2, 2))
-            else:
-                layers += [nn.Conv2d(cin, int(item), 3, padding=1), nn.ReLU()]
-                cin = int(item)
-        self.features = nn.Sequential(*layers)
+        self.features = vgg_features(config)
         self.pool = nn.AdaptiveAvgPool2d(7)
         self.classifier = _classifier(512 * 7 * 7)
 
