@@ -23,7 +23,7 @@ import numpy as np
 
 from horus.gpu_types import gpu_spec
 from horus.predict.physical import estimate, shipped_params
-from horus.predict.workload import Workload, _table, interpolate, rows_workload, table_sizes
+from horus.predict.workload import Workload, left_out, rows_workload, table_sizes
 
 GPU = "A100-40GB"
 
@@ -43,17 +43,8 @@ def rel_error(pred: Workload, exact: Workload, batch: int) -> np.ndarray:
 def leave_one_out(batch: int) -> list[tuple[str, int, str, np.ndarray]]:
     from horus.catalog import load_catalog
 
-    out = []
-    for model in sorted(load_catalog()):
-        sizes = table_sizes(model)
-        if len(sizes) < 3:
-            continue
-        tables = {s: _table(model, s) for s in sizes}
-        for s in sizes:
-            rest = {k: v for k, v in tables.items() if k != s}
-            how = "interp" if sizes[0] < s < sizes[-1] else "extrap"
-            out.append((model, s, how, rel_error(interpolate(rest, s), tables[s], batch)))
-    return out
+    return [(model, s, "interp" if inside else "extrap", rel_error(predicted, recorded, batch))
+            for model in sorted(load_catalog()) for s, inside, predicted, recorded in left_out(model)]
 
 
 def exact_cases(pairs: Sequence[str], batch: int) -> list[tuple[str, int, str, np.ndarray]]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from importlib import resources
@@ -216,6 +216,18 @@ def _ratios(points: Sequence[tuple[float, np.ndarray]], base: np.ndarray, x_to: 
     ok = (lo > 0) & (hi > 0)
     exponent = np.where(ok, np.log(np.where(ok, hi, 1.0) / np.where(ok, lo, 1.0)), 0.0) / math.log(x_hi / x_lo)
     return np.exp(exponent * math.log(x_to / x_base))
+
+
+def left_out(model: str) -> Iterator[tuple[int, bool, Workload, Workload]]:
+    """Per recorded size of ``model`` (with at least three): (size, inside the other sizes' range, the workload
+    ``interpolate`` gives from the other tables, the recorded one) -- the interpolation's own error check."""
+    sizes = table_sizes(model)
+    if len(sizes) < 3:
+        return
+    tables = {s: _table(model, s) for s in sizes}
+    for s in sizes:
+        rest = {k: v for k, v in tables.items() if k != s}
+        yield s, sizes[0] < s < sizes[-1], interpolate(rest, s), tables[s]
 
 
 def interpolate(tables: Mapping[int, Workload], size: int) -> Workload:
