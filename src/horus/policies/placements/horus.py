@@ -203,12 +203,7 @@ class HorusPlacement(Placement):
                 part = np.sort(part[np.isfinite(bound[part])])
             bound[part] = np.inf
             gpus = self.idx.node_gpus[part]
-            cost = self.base_cost[gpus] + w.util * u + (w.memory * m) * self.inv_cap[gpus]
-            util_after = load.pred_util[gpus] + u
-            if overload:
-                cost = cost + w.overload * np.maximum(util_after - 1.0, 0.0)
-            feasible = (self.free_mib[gpus] >= m) & self.open[gpus] & (util_after <= self.util_cap)
-            feasible |= self.idle[gpus]
+            cost, feasible = self._gpu_costs(load, gpus, u, m, overload)
             padded = np.where(self.idx.node_pad[part] | ~feasible, np.inf, cost)
             if adjust is not None:
                 adjust(padded, gpus)
@@ -224,18 +219,25 @@ class HorusPlacement(Placement):
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
         return tuple(int(g) for g in chosen), best
 
+    def _gpu_costs(self, load: GPULoad, at: np.ndarray | slice, u: float, m: float,
+                   overload: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(cost, feasible) of placing a worker of predicted utilization ``u`` and memory ``m`` on the GPUs ``at``
+        (an index array of any shape, or a slice): base cost + utilization and memory terms (+ the overload
+        penalty); feasible where memory, openness and the utilization cap allow it, or the GPU is idle."""
+        w = self.weights
+        cost = self.base_cost[at] + w.util * u + (w.memory * m) * self.inv_cap[at]
+        util_after = load.pred_util[at] + u
+        if overload:
+            cost = cost + w.overload * np.maximum(util_after - 1.0, 0.0)
+        feasible = (self.free_mib[at] >= m) & self.open[at] & (util_after <= self.util_cap)
+        feasible |= self.idle[at]
+        return cost, feasible
+
     def _node_sum(self, load: GPULoad, node: int, k: int, u: float, m: float, overload: bool) -> tuple[float, np.ndarray]:
         """``bounded_choice``'s exact least sum of k GPU costs on one node (inf: fewer than k can take the job) and
         the node's GPU costs (inf: infeasible), computed on a slice of the node's GPUs."""
-        w = self.weights
         first = int(self.idx.node_first[node])
-        here = slice(first, first + int(self.idx.node_size[node]))
-        cost = self.base_cost[here] + w.util * u + (w.memory * m) * self.inv_cap[here]
-        util_after = load.pred_util[here] + u
-        if overload:
-            cost = cost + w.overload * np.maximum(util_after - 1.0, 0.0)
-        feasible = (self.free_mib[here] >= m) & self.open[here] & (util_after <= self.util_cap)
-        feasible |= self.idle[here]
+        cost, feasible = self._gpu_costs(load, slice(first, first + int(self.idx.node_size[node])), u, m, overload)
         padded = np.where(feasible, cost, np.inf)
         if np.count_nonzero(np.isfinite(padded)) < k:
             return np.inf, padded
