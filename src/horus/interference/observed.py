@@ -148,6 +148,7 @@ class ObservedThroughput:
         # when a list, every sample appends (GPU type name, the set's sorted types): what it may have changed,
         # for a reader that keeps answers derived from ``estimate`` (the reader empties it)
         self.learned: list[tuple[str, tuple[str, ...]]] | None = None
+        self.generation = 0  # bumped when the cache of answers is emptied whole (answers are then new objects)
 
     # ---- learning -------------------------------------------------------------------------------
     def observe(self, state: TelemetryView) -> None:
@@ -341,6 +342,7 @@ class ObservedThroughput:
             if len(self._cache) > 65536:
                 self._cache.clear()
                 self._by_type.clear()
+                self.generation += 1
             found = self._cache[key] = self._estimate(types, gpu_type)
             for t in set(key[1]):
                 self._by_type.setdefault((key[0], t), set()).add(key)

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from horus.interference.observed import ObservedThroughput, SetEstimate
+from horus.jobs import JobSpec
 from horus.interference.slowdown import estimator_for
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Start
@@ -212,6 +213,11 @@ class AdaptiveHorusPolicy(Policy):
         self._joins: dict[tuple[str, int], tuple[SetEstimate, SetEstimate, tuple[tuple[int, float], ...],
                                                  tuple[float, float, float, bool]]] = {}
         self._joins_table: list[tuple] | None = None  # the signature table the cached answers refer to
+        # the same answers without asking the tracker: (job type, signature id) -> (clock, tracker generation, gang
+        # pattern, answer); valid while no estimate naming one of the types changed since that call
+        # (``_type_clock``), the tracker kept its answers (``generation``) and gang residents' rates are the same
+        self._settled: dict[tuple[str, int], tuple[int, int, tuple[tuple[int, float], ...],
+                                                   tuple[float, float, float, bool]]] = {}
         # "no GPU pays" remembered across calls: (job type, GPUs, request) -> (clock, GPUs dirty in that call). A
         # later call re-examines only GPUs where what a join reads changed since: ``_touched[g]`` is the clock of
         # the call that last saw GPU g's residents, a resident gang's GPUs or its set estimates change,
@@ -256,7 +262,7 @@ class AdaptiveHorusPolicy(Policy):
                                               prior_sigma=self.prior_sigma)
             self._predictor = state.predictor
             self.tracker.learned = []
-            self._joins, self._no_pay, self._kind_arrays = {}, {}, {}
+            self._joins, self._no_pay, self._kind_arrays, self._settled = {}, {}, {}, {}
         self.tracker.observe(state)
         if self.history is not None:
             self.history.observe(state)
@@ -319,6 +325,7 @@ class AdaptiveHorusPolicy(Policy):
         blocked: list[QueuedJob] = []
         blocked_gpus = 0
         snap: _Snapshot | None = None
+        idle_now = -1  # idle GPUs on the planned load (counted again after each planned start)
         for job in self._critical(state) + head:
             if job.spec.job_id in plan.started:
                 continue
@@ -330,13 +337,15 @@ class AdaptiveHorusPolicy(Policy):
                 gpus = excl.place(job, load, state) if excl.any_room() else None
             if gpus is None and self._may_share(job):
                 snap = snap or self._snapshot(state)
-                idle_now = int(cycle.idle().sum())
+                if idle_now < 0:
+                    idle_now = int(cycle.idle().sum())
                 gpus = self._colocation(job, load, state, blocked_gpus + spec.num_gpus - idle_now, snap, plan)
             if gpus is None:
                 blocked.append(job)
                 blocked_gpus += spec.num_gpus
                 continue
             self._plan_start(cycle, job, gpus, plan)
+            idle_now = -1
         if self.colocate and self.background and blocked_gpus:
             snap = snap or self._snapshot(state)
             for job in self.background_order.tail(state, self.background):
@@ -541,6 +550,8 @@ class AdaptiveHorusPolicy(Policy):
             return False
         spec = job.spec
         mem = job_mem_per_gpu(spec, state, self.idx)
+        if len(gpus) <= 64:  # the usual few GPUs: the same screen, GPU by GPU, without index arrays
+            return self._may_pay_few(spec, gpus.tolist(), mem, load, state, sig_ids, snap, plan)
         n_res = load.n_residents[gpus]
         ok = ((n_res >= 1) & (n_res < self.max_residents)
               & (load.pred_mem_mib[gpus] + (mem[gpus] if isinstance(mem, np.ndarray) else mem)
@@ -560,6 +571,29 @@ class AdaptiveHorusPolicy(Policy):
                 return True
         return False
 
+    def _may_pay_few(self, spec: JobSpec, gpus: list[int], mem: np.ndarray | float, load: GPULoad,
+                     state: SchedulerState, sig_ids: np.ndarray, snap: _Snapshot, plan: _Plan) -> bool:
+        """``_may_pay`` on a short list of GPUs (the same comparisons on the same float64 values)."""
+        n_res, pred_mem, capacity = load.n_residents, load.pred_mem_mib, state.mem_capacity_mib
+        spare, most = 1.0 - self.mem_margin, self.max_residents
+        per_gpu = isinstance(mem, np.ndarray)
+        oom = self._oom_hosts(state) if self.oom_types else None
+        allowed = self.idx.allowed(spec)
+        seen: set[int] = set()
+        for g in gpus:
+            n = n_res[g]
+            if (n < 1 or n >= most or not pred_mem[g] + (mem[g] if per_gpu else mem) <= spare * capacity[g]
+                    or (oom is not None and oom[g]) or (allowed is not None and not allowed[g])):
+                continue
+            sig_id = int(sig_ids[g])
+            if sig_id in seen:
+                continue
+            seen.add(sig_id)
+            own, drop, sigma, _ = self._join_cached(spec.job_type, sig_id, g, state, snap, plan)
+            if (own - drop) - self.kappa * sigma >= self.margin:
+                return True
+        return False
+
     def _refresh_call(self, state: SchedulerState, plan: _Plan) -> np.ndarray:
         """Every GPU's signature id in this call (planned types included). Made once per call, when it also
         brings ``_touched`` and ``_type_clock`` up to date (what changed since the last call that looked)."""
@@ -574,6 +608,7 @@ class AdaptiveHorusPolicy(Policy):
         if changed is None or self._joins_table is not sigs.sigs or len(self._touched) != n:
             # ids were re-issued (a new state or an overgrown table): cached answers name old signatures
             self._joins, self._joins_table, self._no_pay, self._kind_arrays = {}, sigs.sigs, {}, {}
+            self._settled = {}
             self._touched = np.zeros(n, dtype=np.int64)
         else:
             touched = set(changed)
@@ -601,13 +636,11 @@ class AdaptiveHorusPolicy(Policy):
         """``_join`` for one signature (``g`` is a GPU that has it). The answer is a function of the tracker's
         estimates of the set before and after (reused while the tracker returns the same objects) and, where a
         gang resides, of each resident's GPU count and current throughput (the same on every GPU of the
-        signature: it places gangs by position)."""
+        signature: it places gangs by position). Answers are kept across calls (``_settled``) and returned without
+        asking the tracker while no sample named one of the set's types since (the tracker would return the same
+        objects then)."""
         assert self.tracker is not None
         sig = self._sigs.sigs[sig_id]
-        gpu_type = state.cluster.gpus[g].gpu_type
-        types = [*sig[1], *sig[3]]
-        before = self.tracker.estimate(types, gpu_type)
-        after = self.tracker.estimate([*types, job_type], gpu_type)
         key = (job_type, sig_id)
         pattern: tuple[tuple[int, float], ...] = ()
         if sig[2]:
@@ -618,13 +651,28 @@ class AdaptiveHorusPolicy(Policy):
                     (r.spec.num_gpus, snap.x_now.get(r.spec.job_id, 1.0) if r.spec.num_gpus > 1 else 0.0)
                     for r in runs)
             pattern = found_pattern
+        generation = self.tracker.generation
+        kept = self._settled.get(key)
+        if kept is not None and kept[1] == generation and kept[2] == pattern:
+            clock, type_clock = kept[0], self._type_clock
+            if (type_clock.get(job_type, -1) <= clock and all(type_clock.get(t, -1) <= clock for t in sig[1])
+                    and all(type_clock.get(t, -1) <= clock for t in sig[3])):
+                return kept[3]
+        gpu_type = state.cluster.gpus[g].gpu_type
+        types = [*sig[1], *sig[3]]
+        before = self.tracker.estimate(types, gpu_type)
+        after = self.tracker.estimate([*types, job_type], gpu_type)
         cached = self._joins.get(key)
         if cached is not None and cached[0] is before and cached[1] is after and cached[2] == pattern:
-            return cached[3]
-        if len(self._joins) > 65536:
-            self._joins.clear()
-        found = self._join(before, after, pattern)
-        self._joins[key] = (before, after, pattern, found)
+            found = cached[3]
+        else:
+            if len(self._joins) > 65536:
+                self._joins.clear()
+            found = self._join(before, after, pattern)
+            self._joins[key] = (before, after, pattern, found)
+        if len(self._settled) > 65536:
+            self._settled.clear()
+        self._settled[key] = (self._clock, generation, pattern, found)
         return found
 
     @staticmethod
