@@ -172,9 +172,16 @@ class ObservedThroughput:
         gpus = {g for g in gpus if g < len(changes)}
         self._pending = set()
         self._since, self._alone = {}, {}  # per job, this call: see ``_fresh_reading`` and ``_observe_gpu``
+        gangs: dict[str, list[int]] = {}  # a gang alone on GPUs to read: its GPUs, read together (``_observe_gang``)
+        running, residents = state.running, state.residents
         for g in gpus:
-            if not self._observe_gpu(g, state):
+            on_g = residents[g]
+            if len(on_g) == 1 and running[on_g[0]].spec.num_gpus > 1:
+                gangs.setdefault(on_g[0], []).append(g)
+            elif not self._observe_gpu(g, state):
                 self._pending.add(g)
+        for job_id, gang_gpus in gangs.items():
+            self._observe_gang(running[job_id], gang_gpus, state)
 
     def _new_reports(self, state: TelemetryView) -> set[int]:
         """GPUs of running jobs that reported since the last call (reported telemetry only)."""
@@ -237,6 +244,49 @@ class ObservedThroughput:
             bias, m = self.log_bias.get(gpu_type.name, (0.0, 0))
             self.log_bias[gpu_type.name] = ((bias * m + math.log(rate * pred.iter_time_s)) / (m + 1), m + 1)
         return True
+
+    def _observe_gang(self, run: RunView, gpus: list[int], state: TelemetryView) -> None:
+        """``_observe_alone`` on each of ``gpus``, GPUs where the gang ``run`` is the only resident, in one pass: its
+        checks once, and its own solo rate averaged once per GPU whose reading is new (as GPU by GPU)."""
+        rate = run.observed_rate
+        at = getattr(run, "reported_at", None)
+        if not rate > 0 or (at is not None and at < self._since_job(run)):
+            if at is not None and rate > 0:
+                self._reported = True
+            self._pending.update(gpus)
+            return
+        job_id, cluster_gpus = run.spec.job_id, state.cluster.gpus
+        new: dict[str, int] = {}  # GPU type name -> GPUs read anew
+        if at is None:
+            for g in gpus:
+                new[cluster_gpus[g].gpu_type.name] = 1  # continuous telemetry: the latest rate, however often
+        else:
+            self._reported = True
+            read, stamp = self._read, {job_id: at}  # readings are replaced, never changed: one dict serves all
+            for g in gpus:
+                last = read.get(g)
+                if last is not None and last.get(job_id) == at:
+                    continue
+                read[g] = stamp
+                name = cluster_gpus[g].gpu_type.name
+                new[name] = new.get(name, 0) + 1
+        if not new:
+            return
+        alone = self._alone.get(job_id)
+        if alone is None:
+            alone = self._alone[job_id] = all(len(state.residents[h]) == 1 for h in run.gpus)
+        if not alone:
+            return
+        for name, times in new.items():  # a gang alone on all its GPUs: ``_own_solo`` once per GPU read anew
+            key = (job_id, name)
+            if at is None:
+                self.job_solo[key] = rate
+                continue
+            n, mean = self._job_solo_n.get(key, 0), self.job_solo.get(key, 0.0)
+            for _ in range(times):
+                mean = (mean * n + rate) / (n + 1)
+                n += 1
+            self.job_solo[key], self._job_solo_n[key] = mean, n
 
     def _since_job(self, run: RunView) -> float:
         """When the residents of a GPU ``run`` holds last changed (once per job and call: a gang holds many)."""
