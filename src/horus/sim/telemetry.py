@@ -11,6 +11,9 @@ Models are registered by name in ``TELEMETRY_MODELS`` and chosen with ``SimConfi
   normal drawn from (seed, job id, attempt, report index) so that runs are deterministic by seed. There is no
   rate (``observed_rate = 0``) until ``warmup_iterations`` have run since the restore stall ended.
   ``RunningJob.reported_at`` says when the report behind the values was made.
+  Reports are pure functions of the attempt and the time, so the engine reads one lazily, when a running job's
+  telemetry is first looked at in a policy call (``ReportedRun``): the same values as reading every due report
+  before each call, which it still does with online correction (it samples every report).
 
 Defaults of ``noisy`` (assumptions, not measurements; change them with ``telemetry_options``):
 
