@@ -289,7 +289,8 @@ class _Engine:
     def _report(self, now: float) -> None:
         """Bring every running job's telemetry up to what it has reported by ``now`` (read just before the policy
         is asked: no event per report, so reports do not change when the policy is called). Only jobs whose
-        report may have changed are read (``TelemetryModel.next_report_s``, or a rate change at a report's time)."""
+        report may have changed are read (``TelemetryModel.next_report_s``, or a rate change at a report's time).
+        Eager: only with online correction or ``lazy_reads`` off (``ReportedRun`` reads lazily otherwise)."""
         reads, read_at, running, report = self._reads, self._read_at, self.state.running, self.reads.read
         while reads and reads[0][0] <= now:
             at, _, job_id, attempt = heapq.heappop(reads)
