@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Callable
 
+import pandas as pd
 import pytest
 from sim_fakes import ConstPredictor, ToyTruth, cluster, job, toy_catalog_rows
 
@@ -17,7 +19,7 @@ from horus.core import create_policy
 from horus.interference.observed import ObservedThroughput
 from horus.interference.slowdown import estimator_for
 from horus.policies.base import Action, Policy, Preempt, Start
-from horus.sim.engine import SimConfig, simulate
+from horus.sim.engine import SimConfig, _Engine, simulate
 from horus.sim.telemetry import TELEMETRY_MODELS, Attempt, NoisyTelemetry, create_telemetry
 from horus.state import SchedulerState
 from horus.truth.base import SoloTruth
@@ -293,3 +295,36 @@ def test_the_next_report_is_the_first_time_the_report_index_moves() -> None:
         before = math.floor((math.nextafter(due, -math.inf) - 1.7) / 0.1)
         assert math.floor((due - 1.7) / 0.1) == before + 1  # the index moves exactly at ``due``
         now = due
+
+
+# ---- lazy reads ----------------------------------------------------------------------------------------------
+def lazy_and_eager(policy_for: Callable[[], Policy]) -> tuple[_Engine, _Engine]:
+    """The same noisy run with reports read when looked at (lazy) and all due ones before each call (eager)."""
+    jobs = [job(f"j{i}", 7.0 * i + (i % 3) * 0.5, 60 + 57 * (i % 5), model="toya" if i % 2 else "toyb")
+            for i in range(24)]
+    config = SimConfig(telemetry="noisy", telemetry_options={"period_s": 10.0, "sigma": 0.05,
+                                                             "warmup_iterations": 5.0, "seed": 3})
+    engines = []
+    for lazy in (True, False):
+        engine = _Engine(jobs, cluster(nodes=2, gpus_per_node=2), policy_for(), truth(), ConstPredictor(), config,
+                         lazy_reads=lazy)
+        engine.run(progress=False)
+        engines.append(engine)
+    assert engines[0].lazy and not engines[1].lazy
+    return engines[0], engines[1]
+
+
+@pytest.mark.parametrize("name", ["fifo-exclusive", "tiresias", "gandiva", "horus"])
+def test_lazy_reads_decide_as_eager_ones(name: str) -> None:
+    lazy, eager = lazy_and_eager(lambda: create_policy(name))
+    assert lazy.result(0.0).summary == eager.result(0.0).summary
+    pd.testing.assert_frame_equal(lazy.result(0.0).placements, eager.result(0.0).placements)
+    assert 0 < lazy.reads.count <= eager.reads.count
+
+
+def test_lazy_reads_show_a_policy_what_eager_ones_do_and_skip_reports_nobody_reads() -> None:
+    lazy, eager = lazy_and_eager(lambda: Recorder(tick_s=3.0, share=True))
+    assert isinstance(lazy.policy, Recorder) and isinstance(eager.policy, Recorder)
+    assert lazy.policy.seen == eager.policy.seen and len(lazy.policy.seen) > 100
+    lazy, eager = lazy_and_eager(lambda: create_policy("fifo-exclusive"))  # never looks at running jobs
+    assert lazy.reads.count <= 24 and 4 * lazy.reads.count < eager.reads.count  # lazy: at most one read as a job ends

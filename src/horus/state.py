@@ -116,6 +116,7 @@ class SchedulerState:
         self.held: dict[str, QueuedJob] = {}
         self.gated = False
         self.running: dict[str, RunningJob] = {}
+        self.running_type: type[RunningJob] = RunningJob  # what ``start`` makes (a backend may use a subclass)
         self.residents: list[list[str]] = [[] for _ in cluster.gpus]
         self.load = GPULoad.zeros(cluster.num_gpus)
         self.mem_capacity_mib = np.array([g.gpu_type.memory_mib for g in cluster.gpus], dtype=float)
@@ -225,8 +226,8 @@ class SchedulerState:
 
     def start(self, job_id: str, gpus: tuple[int, ...], now: float) -> RunningJob:
         queued = self.queue.pop(job_id)
-        run = RunningJob(queued.spec, gpus, now, queued.attained_gpu_s,
-                         oom_failures=queued.oom_failures, preemptions=queued.preemptions)
+        run = self.running_type(queued.spec, gpus, now, queued.attained_gpu_s,
+                                oom_failures=queued.oom_failures, preemptions=queued.preemptions)
         self.running[job_id] = run
         self._apply(run, +1)
         self.version += 1

@@ -37,7 +37,7 @@ from horus.sim.metrics import (
     warn_below_bounds,
 )
 from horus.sim.sizes import size_knowledge, size_ordered_error
-from horus.sim.telemetry import Attempt, TelemetryModel, create_telemetry
+from horus.sim.telemetry import Attempt, Reads, ReportedRun, TelemetryModel, create_telemetry
 from horus.sim.queues import queue_frame, tenancy_summary
 from horus.state import QueuedJob, SchedulerState
 from horus.tenancy import Tenancy
@@ -111,7 +111,8 @@ class _Engine:
     """The simulator backend: a virtual clock, the truth, and the ``Executor`` of a ``SchedulerCore``."""
 
     def __init__(self, jobs: Sequence[JobSpec], cluster: Cluster, policy: Policy, truth: TruthModel,
-                 predictor: Predictor, config: SimConfig, tenancy: Tenancy | None = None) -> None:
+                 predictor: Predictor, config: SimConfig, tenancy: Tenancy | None = None, *,
+                 lazy_reads: bool = True) -> None:
         self.cluster = cluster
         self.policy = policy
         self.truth = truth
@@ -128,6 +129,12 @@ class _Engine:
             self.online = SimOnline(predictor, getattr(self.telemetry, "noise", None))
             predictor = self.online.predictor
         self.state = SchedulerState(cluster, predictor)
+        # reports are read when a running job's telemetry is looked at (``ReportedRun``), unless online correction
+        # samples every report (or ``lazy_reads`` is off: every due report is read before each policy call)
+        self.reads = Reads(self.telemetry)
+        self.lazy = lazy_reads and not self.telemetry.instant and self.online is None
+        if self.lazy:
+            self.state.running_type = ReportedRun
         self.sizes = size_knowledge(config.sizes, config.sizes_seed)
         if not self.sizes.known and policy.orders_by_size():
             raise size_ordered_error(policy.name)
@@ -263,7 +270,9 @@ class _Engine:
         return True
 
     def _schedule(self, now: float) -> None:
-        if not self.telemetry.instant:
+        if self.lazy:
+            self.reads.now = now  # due reports are read when looked at, as of this call
+        elif not self.telemetry.instant:
             self._report(now)
         if self.online is not None:
             self.online.commit(self.state)  # the policy decides on predictions corrected by what was seen so far
@@ -280,8 +289,9 @@ class _Engine:
     def _report(self, now: float) -> None:
         """Bring every running job's telemetry up to what it has reported by ``now`` (read just before the policy
         is asked: no event per report, so reports do not change when the policy is called). Only jobs whose
-        report may have changed are read (``TelemetryModel.next_report_s``, or a rate change at a report's time)."""
-        reads, read_at, running, report = self._reads, self._read_at, self.state.running, self.telemetry.report
+        report may have changed are read (``TelemetryModel.next_report_s``, or a rate change at a report's time).
+        Eager: only with online correction or ``lazy_reads`` off (``ReportedRun`` reads lazily otherwise)."""
+        reads, read_at, running, report = self._reads, self._read_at, self.state.running, self.reads.read
         while reads and reads[0][0] <= now:
             at, _, job_id, attempt = heapq.heappop(reads)
             if read_at.get(job_id) != (attempt, at):
@@ -326,7 +336,11 @@ class _Engine:
         run.iterations_done = work - remaining
         live.telemetry = self.telemetry.track(job_id, record.preemptions, now, stall_until, run.iterations_done)
         if live.telemetry is not None:
-            self._read_from(job_id, live.telemetry, now)
+            if self.lazy:
+                assert isinstance(run, ReportedRun)
+                run.watch(self.reads, live.telemetry)
+            else:
+                self._read_from(job_id, live.telemetry, now)
         if record.first_start != record.first_start:  # NaN: first real start
             record.first_start = now
         for g, s in zip(gpus, solos):
@@ -339,6 +353,7 @@ class _Engine:
     def preempt(self, job_id: str, now: float) -> None:
         live = self.live[job_id]
         self._advance(live, now)
+        self._stop_reads(job_id)
         self.state.requeue(job_id, now)
         self.remaining[job_id] = live.remaining
         live.record.preemptions += 1
@@ -365,9 +380,16 @@ class _Engine:
         live.remaining = 0.0
         live.record.status = "completed"
         live.record.end = now
+        self._stop_reads(live.spec.job_id)
         self.state.finish(live.spec.job_id)
         self.finished += 1
         self._remove(live, now, "completed")
+
+    def _stop_reads(self, job_id: str) -> None:
+        """Lazy reads: the job stops running; it keeps the telemetry the current policy call would see."""
+        run = self.state.running[job_id]
+        if isinstance(run, ReportedRun):
+            run.stop()
 
     def _remove(self, live: _Live, now: float, outcome: str) -> None:
         job_id = live.spec.job_id
@@ -491,9 +513,15 @@ class _Engine:
             run.observed_rate = rate
             run.iterations_done = live.spec.iterations - live.remaining
         else:
+            run = self.state.running[job_id]
+            if isinstance(run, ReportedRun):
+                run.pull()  # the current call's report is the one before this change
             live.telemetry.change(now, rate, live.spec.iterations - live.remaining)
             if live.telemetry.last is None:  # a change at the latest report's own time: read it again
-                self._read_from(job_id, live.telemetry, now)
+                if isinstance(run, ReportedRun):
+                    run.due(now)
+                else:
+                    self._read_from(job_id, live.telemetry, now)
         return True
 
     # ---- results -------------------------------------------------------------------------------

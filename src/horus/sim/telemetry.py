@@ -11,6 +11,9 @@ Models are registered by name in ``TELEMETRY_MODELS`` and chosen with ``SimConfi
   normal drawn from (seed, job id, attempt, report index) so that runs are deterministic by seed. There is no
   rate (``observed_rate = 0``) until ``warmup_iterations`` have run since the restore stall ended.
   ``RunningJob.reported_at`` says when the report behind the values was made.
+  Reports are pure functions of the attempt and the time, so the engine reads one lazily, when a running job's
+  telemetry is first looked at in a policy call (``ReportedRun``): the same values as reading every due report
+  before each call, which it still does with online correction (it samples every report).
 
 Defaults of ``noisy`` (assumptions, not measurements; change them with ``telemetry_options``):
 
@@ -34,6 +37,7 @@ from statistics import NormalDist
 from typing import NamedTuple
 
 from horus.registry import Registry
+from horus.state import RunningJob
 
 _NORMAL = NormalDist()
 
@@ -181,6 +185,80 @@ class NoisyTelemetry(TelemetryModel):
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "period_s": self.period_s, "sigma": self.sigma,
                 "warmup_iterations": self.warmup_iterations, "seed": self.seed}
+
+
+class Reads:
+    """The engine's reads of reported telemetry: the model, the time of the current policy call (``now``) and
+    how many reports were read so far (``count``)."""
+
+    __slots__ = ("count", "model", "now")
+
+    def __init__(self, model: TelemetryModel | None) -> None:
+        self.model = model
+        self.now = -math.inf
+        self.count = 0
+
+    def read(self, run: Attempt, now: float) -> Report:
+        self.count += 1
+        assert self.model is not None
+        return self.model.report(run, now)
+
+
+_IDLE = Reads(None)  # of a ``ReportedRun`` not watched yet: nothing is ever due
+
+
+def _reported(name: str) -> property:
+    def get(run: ReportedRun) -> object:
+        if run._due <= run._reads.now:
+            run.pull()
+        return run.__dict__[name]
+
+    def put(run: ReportedRun, value: object) -> None:
+        run.__dict__[name] = value
+
+    return property(get, put, doc=f"``RunningJob.{name}``, read when due.")
+
+
+class ReportedRun(RunningJob):
+    """A simulated running job whose periodic report is read only when its telemetry (``observed_rate``,
+    ``iterations_done``, ``reported_at``, ``iterations_left``) is looked at: at the current policy call's time,
+    giving what an eager read of every due report at that call would have written (reports are pure functions
+    of the attempt and the time). The engine calls ``pull`` before the attempt changes or ends."""
+
+    _reads: Reads = _IDLE
+    _attempt: Attempt | None = None
+    _due = math.inf  # the report is read again at the first policy call at or after this time
+    observed_rate = _reported("observed_rate")  # type: ignore[assignment]
+    iterations_done = _reported("iterations_done")  # type: ignore[assignment]
+    reported_at = _reported("reported_at")  # type: ignore[assignment]
+
+    def watch(self, reads: Reads, attempt: Attempt) -> None:
+        """Follow ``attempt``'s reports, the first at the next policy call."""
+        self._reads, self._attempt = reads, attempt
+        self.due(reads.now)
+
+    def due(self, at: float) -> None:
+        """Read again at the first policy call at or after ``at`` (unless due earlier); one due during the
+        current call waits for the next call (an eager read happens when a call begins)."""
+        if at <= self._reads.now:
+            at = math.nextafter(self._reads.now, math.inf)
+        if at < self._due:
+            self._due = at
+
+    def pull(self) -> None:
+        """Read the report if one is due by the current policy call."""
+        reads = self._reads
+        if self._due <= reads.now:
+            attempt = self._attempt
+            assert attempt is not None and reads.model is not None
+            self.__dict__["observed_rate"], self.__dict__["iterations_done"], self.__dict__["reported_at"] = \
+                reads.read(attempt, reads.now)
+            self._due = reads.model.next_report_s(attempt, reads.now)
+
+    def stop(self) -> None:
+        """The attempt ends: keep what the current call would see, and read no more."""
+        self.pull()
+        self._due = math.inf
 
 
 def create_telemetry(name: str, options: dict[str, object] | None = None) -> TelemetryModel:
