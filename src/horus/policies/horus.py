@@ -225,8 +225,9 @@ class AdaptiveHorusPolicy(Policy):
         self._clock = 0
         self._touched = np.zeros(0, dtype=np.int64)
         self._type_clock: dict[str, int] = {}
-        self._no_pay: dict[tuple[str, int, str | None], tuple[int, np.ndarray]] = {}
+        self._no_pay: dict[tuple[str, int, str | None], tuple[int, tuple[int, ...]]] = {}
         self._touched_since: dict[int, np.ndarray] = {}  # this call: clock -> GPUs touched after it
+        self._touched_lists: dict[int, list[int]] = {}  # the same as lists
         # (job type, GPUs, request) -> (clock, GPUs dirty in that call, own, drop, sigma, known): ``_colocation``
         self._kind_arrays: dict[tuple[str, int, str | None], tuple[int, np.ndarray, np.ndarray, np.ndarray,
                                                                    np.ndarray, np.ndarray]] = {}
@@ -460,10 +461,10 @@ class AdaptiveHorusPolicy(Policy):
         sig_ids = self._refresh_call(state, plan)
         memo = self._no_pay.get(kind)
         if memo is not None and self._type_clock.get(spec.job_type, -1) <= memo[0]:
-            redo = np.concatenate([self._touched_after(memo[0]), memo[1], np.fromiter(plan.dirty, dtype=np.int64)])
+            redo = [*self._touched_list(memo[0]), *memo[1], *plan.dirty]
             if not self._may_pay(job, redo, load, state, sig_ids, snap, plan):  # no GPU pays (the short path)
                 plan.no_gain.add(kind)
-                self._no_pay[kind] = (self._clock, np.fromiter(plan.dirty, dtype=np.int64, count=len(plan.dirty)))
+                self._no_pay[kind] = (self._clock, tuple(plan.dirty))
                 return None
         mem = job_mem_per_gpu(spec, state, idx)
         shared_ok = ((load.n_residents >= 1) & (load.n_residents < self.max_residents)
@@ -508,7 +509,7 @@ class AdaptiveHorusPolicy(Policy):
         paying = shared_ok & (gain_per_gpu - self.kappa * sigma >= self.margin)
         if not paying.any():
             plan.no_gain.add(kind)
-            self._no_pay[kind] = (self._clock, np.fromiter(plan.dirty, dtype=np.int64, count=len(plan.dirty)))
+            self._no_pay[kind] = (self._clock, tuple(plan.dirty))
             return None
         self._no_pay.pop(kind, None)
         feasible = paying | (idle if k > 1 else False)
@@ -542,7 +543,14 @@ class AdaptiveHorusPolicy(Policy):
             found = self._touched_since[clock] = np.flatnonzero(self._touched > clock)
         return found
 
-    def _may_pay(self, job: QueuedJob, gpus: np.ndarray, load: GPULoad, state: SchedulerState, sig_ids: np.ndarray,
+    def _touched_list(self, clock: int) -> list[int]:
+        """``_touched_after`` as a list."""
+        found = self._touched_lists.get(clock)
+        if found is None:
+            found = self._touched_lists[clock] = self._touched_after(clock).tolist()
+        return found
+
+    def _may_pay(self, job: QueuedJob, gpus: list[int], load: GPULoad, state: SchedulerState, sig_ids: np.ndarray,
                  snap: _Snapshot, plan: _Plan) -> bool:
         """Whether one of ``gpus`` passes ``_colocation``'s sharing and gain screens for ``job``: its test on the
         GPUs a remembered "no GPU pays" leaves open, without the arrays over the whole cluster."""
@@ -551,7 +559,8 @@ class AdaptiveHorusPolicy(Policy):
         spec = job.spec
         mem = job_mem_per_gpu(spec, state, self.idx)
         if len(gpus) <= 64:  # the usual few GPUs: the same screen, GPU by GPU, without index arrays
-            return self._may_pay_few(spec, gpus.tolist(), mem, load, state, sig_ids, snap, plan)
+            return self._may_pay_few(spec, gpus, mem, load, state, sig_ids, snap, plan)
+        gpus = np.array(gpus, dtype=np.int64)
         n_res = load.n_residents[gpus]
         ok = ((n_res >= 1) & (n_res < self.max_residents)
               & (load.pred_mem_mib[gpus] + (mem[gpus] if isinstance(mem, np.ndarray) else mem)
@@ -604,7 +613,7 @@ class AdaptiveHorusPolicy(Policy):
         changed = sigs.refresh(state, self.idx.type_of_gpu)
         learned, self.tracker.learned = self.tracker.learned, []
         self._clock += 1
-        self._touched_since = {}
+        self._touched_since, self._touched_lists = {}, {}
         if changed is None or self._joins_table is not sigs.sigs or len(self._touched) != n:
             # ids were re-issued (a new state or an overgrown table): cached answers name old signatures
             self._joins, self._joins_table, self._no_pay, self._kind_arrays = {}, sigs.sigs, {}, {}
