@@ -218,9 +218,12 @@ class _Window:
         self.fast = policy._fast_path() and isinstance(policy.placement, HorusPlacement)
         self.head_seq = 0
         self.waiting = 0
-        rows = policy.placement.requests(window, state) if window else np.zeros((0, 5))
-        for job, row in zip(window, rows):
-            self._enter(job, row)
+        n = len(window)  # the window enters at once (``_enter`` of each, as arrays; ``size`` holds it)
+        if n:
+            self.jobs = list(window)
+            self.rows[:n] = policy.placement.requests(window, state)
+            self.typed[:n] = [job.spec.gpu_type_request is not None for job in window]
+            self.waiting = n
         fresh = [i for i, job in enumerate(window) if job.spec.job_id not in blocked] if blocked else \
             list(range(len(window)))
         self.choose(np.asarray(fresh, dtype=np.int64))
