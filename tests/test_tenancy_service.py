@@ -1,7 +1,8 @@
 """Queues (tenants) in the live service, against a real `horus serve --tenancy FILE` on 127.0.0.1 with two fake GPUs
 and real job processes: only admins change queues and priority classes; unknown names on submission are 409s; a
 queue within its guarantee reclaims GPUs another queue borrowed, in one scheduling step; the per-queue metrics; the
-queues survive kill -9 (the store wins over the file after the first start); the CLI verbs; the store migration."""
+queues survive kill -9 (the store wins over the file after the first start); the CLI verbs; the store migrations;
+a queue's users (a user it does not list gets a 403 and nothing is stored; admins submit anywhere)."""
 
 from __future__ import annotations
 
