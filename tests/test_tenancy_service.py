@@ -322,6 +322,11 @@ def test_queue_users_change_over_rest_and_bad_lists_are_422(bound: tuple[Server,
         cleared = admin.put("/v1/queues/open", json={"guaranteed": 1})  # re-created without users: every user
         assert cleared.status_code == 200 and cleared.json()["users"] == []
         assert alice.post("/v1/jobs", json={"command": ["true"], "queue": "open"}).status_code == 201
+        many = [f"u{i}" for i in range(12)]  # a long list: the refusal names ten of them, on one line
+        assert admin.put("/v1/queues/open", json={"guaranteed": 1, "users": many}).status_code == 200
+        long = bob.post("/v1/jobs", json={"command": ["true"], "queue": "open"})
+        assert long.status_code == 403 and "(its users: u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 and 2 more)" in \
+            long.json()["detail"], long.text
         assert admin.put("/v1/queues/open", json={"guaranteed": 1, "users": ["bob"]}).status_code == 200
 
 

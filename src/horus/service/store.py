@@ -199,8 +199,9 @@ def _v7_queue_users(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE queues ADD COLUMN users TEXT NOT NULL DEFAULT '[]'")
 
 
+# from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 _MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets, 3: _v4_tenancy, 4: _v5_job_description,
-               5: _observations_table, 6: _v7_queue_users}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
+               5: _observations_table, 6: _v7_queue_users}
 
 
 def _create(path: Path) -> None:

@@ -24,6 +24,9 @@ from horus.state import SchedulerState, gpu_share
 from horus.tenancy import ANY_TYPE, DEFAULT_HALF_LIFE_S, DEFAULT_PRIORITY, PriorityClass, Queue, Tenancy, parse_tenancy
 
 
+SHOWN_USERS = 10  # a refusal names at most this many of the queue's users
+
+
 class NotAQueueUser(Exception):
     """A user token submitting into a queue whose ``users`` do not name it (the API answers 403)."""
 
@@ -58,8 +61,10 @@ class Tenants:
             return
         q = self.tenancy.queue_of(queue)
         if not q.admits_user(user):
-            raise NotAQueueUser(f"user {user!r} may not submit into queue {q.name!r} (its users: "
-                                f"{', '.join(q.users)}); ask an admin (horus queue create {q.name} --user {user})")
+            shown = ", ".join(q.users[:SHOWN_USERS]) + (f" and {len(q.users) - SHOWN_USERS} more"
+                                                        if len(q.users) > SHOWN_USERS else "")
+            raise NotAQueueUser(f"user {user!r} may not submit into queue {q.name!r} (its users: {shown}); ask an "
+                                f"admin (horus queue create {q.name} --user {user})")
 
     def names(self, queue: str | None, priority: str | None) -> tuple[str | None, str | None]:
         """The queue and class a job with these stored names belongs to (without a tenancy: the stored names)."""
@@ -123,8 +128,9 @@ def carry_ledger(old: Admission | None, new: Admission | None) -> None:
 
 
 def queue_views(tenants: Tenants, admission: Admission | None, state: SchedulerState) -> list[dict[str, Any]]:
-    """Each queue with its quota, its users (``[]``: every user) and, from the core's ledger, what it is charged now (GPUs), what its admitted
-    jobs that wait for placement reserve, its jobs held for quota, admitted and running, and its reclaims."""
+    """Each queue with its quota, its users (``[]``: every user) and, from the core's ledger, what it is charged
+    now (GPUs), what its admitted jobs that wait for placement reserve, its jobs held for quota, admitted and
+    running, and its reclaims."""
     tenancy = tenants.tenancy
     if tenancy is None or admission is None:
         return []
