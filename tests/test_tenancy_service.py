@@ -1,7 +1,8 @@
 """Queues (tenants) in the live service, against a real `horus serve --tenancy FILE` on 127.0.0.1 with two fake GPUs
 and real job processes: only admins change queues and priority classes; unknown names on submission are 409s; a
 queue within its guarantee reclaims GPUs another queue borrowed, in one scheduling step; the per-queue metrics; the
-queues survive kill -9 (the store wins over the file after the first start); the CLI verbs; the store migration."""
+queues survive kill -9 (the store wins over the file after the first start); the CLI verbs; the store migrations;
+a queue's users (a user it does not list gets a 403 and nothing is stored; admins submit anywhere)."""
 
 from __future__ import annotations
 
@@ -245,3 +246,154 @@ def test_a_schema_3_store_gains_queue_and_priority_columns(tmp_path: Path) -> No
     again.close()
     with sqlite3.connect(path) as db:
         assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+
+
+# ---- a queue's users: which user tokens may submit into it (admins always may) ----------------------------------
+BOUND = """\
+tenancy:
+  queues:
+    - {name: research, guaranteed: 1, users: [alice, carol]}
+    - {name: open, guaranteed: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def bound(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str, str]]:
+    """A server whose default queue, research, takes jobs from alice and carol only; (server, alice's token,
+    bob's token)."""
+    root = tmp_path_factory.mktemp("bound")
+    (root / "cluster.yaml").write_text(BOUND)
+    s = Server(root / "state", "--policy", "fifo-exclusive", "--predictor", "analytic", "--tenancy",
+               str(root / "cluster.yaml"), fake_gpus=2).start()
+    tokens = []
+    for name in ("alice", "bob"):
+        made = horus("token", "create", "--name", name, "--role", "user", "--state-dir", str(s.state_dir))
+        assert made.returncode == 0, made.stderr
+        tokens.append(made.stdout.strip())
+    yield s, tokens[0], tokens[1]
+    s.stop()
+    kill_job_processes(root)
+
+
+def _count(client: httpx.Client) -> int:
+    return len(client.get("/v1/jobs").json()["jobs"])
+
+
+def test_a_queues_users_bind_who_submits_into_it(bound: tuple[Server, str, str]) -> None:
+    server, alice_token, bob_token = bound
+    job = {"command": ["true"]}
+    with server.client() as admin, server.client(token=alice_token) as alice, \
+            server.client(token=bob_token) as bob:
+        assert alice.post("/v1/jobs", json={**job, "queue": "research"}).status_code == 201
+        before = _count(admin)
+        refused = bob.post("/v1/jobs", json={**job, "queue": "research"})
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["detail"] == ("user 'bob' may not submit into queue 'research' (its users: alice, "
+                                            "carol); ask an admin (horus queue create research --user bob)")
+        default = bob.post("/v1/jobs", json=job)  # no queue: the default queue, research
+        assert default.status_code == 403 and "queue 'research'" in default.json()["detail"]
+        keyed = bob.post("/v1/jobs", json={**job, "idempotency_key": "k1"})
+        assert keyed.status_code == 403
+        assert _count(admin) == before  # nothing was stored
+        opened = bob.post("/v1/jobs", json={**job, "queue": "open"})  # a queue without users: every user
+        assert opened.status_code == 201 and opened.json()["queue"] == "open"
+        assert admin.post("/v1/jobs", json={**job, "queue": "research"}).status_code == 201  # admins: anywhere
+        assert alice.post("/v1/jobs", json=job).json()["queue"] == "research"
+        # an unknown queue stays a 409, whoever asks
+        assert bob.post("/v1/jobs", json={**job, "queue": "nosuch"}).status_code == 409
+        found = queues(bob)  # users see the lists
+        assert found["research"]["users"] == ["alice", "carol"] and found["open"]["users"] == []
+
+
+def test_queue_users_change_over_rest_and_bad_lists_are_422(bound: tuple[Server, str, str]) -> None:
+    server, alice_token, bob_token = bound
+    with server.client() as admin, server.client(token=alice_token) as alice, \
+            server.client(token=bob_token) as bob:
+        replaced = admin.put("/v1/queues/open", json={"guaranteed": 1, "users": ["bob"]})
+        assert replaced.status_code == 200 and replaced.json()["users"] == ["bob"]
+        assert alice.post("/v1/jobs", json={"command": ["true"], "queue": "open"}).status_code == 403
+        assert bob.post("/v1/jobs", json={"command": ["true"], "queue": "open"}).status_code == 201
+        assert alice.put("/v1/queues/open", json={"guaranteed": 1}).status_code == 403  # only admins change them
+        for users in (["bad name"], ["bob", "bob"], "bob", [""], ["x" * 65], [7]):
+            bad = admin.put("/v1/queues/open", json={"guaranteed": 1, "users": users})
+            assert bad.status_code == 422, (users, bad.text)
+            assert "users" in json.dumps(bad.json()["detail"]), bad.text
+        assert queues(admin)["open"]["users"] == ["bob"]  # unchanged by the refused bodies
+        cleared = admin.put("/v1/queues/open", json={"guaranteed": 1})  # re-created without users: every user
+        assert cleared.status_code == 200 and cleared.json()["users"] == []
+        assert alice.post("/v1/jobs", json={"command": ["true"], "queue": "open"}).status_code == 201
+        many = [f"u{i}" for i in range(12)]  # a long list: the refusal names ten of them, on one line
+        assert admin.put("/v1/queues/open", json={"guaranteed": 1, "users": many}).status_code == 200
+        long = bob.post("/v1/jobs", json={"command": ["true"], "queue": "open"})
+        assert long.status_code == 403 and "(its users: u0, u1, u2, u3, u4, u5, u6, u7, u8, u9 and 2 more)" in \
+            long.json()["detail"], long.text
+        assert admin.put("/v1/queues/open", json={"guaranteed": 1, "users": ["bob"]}).status_code == 200
+
+
+def test_queue_users_survive_a_restart(bound: tuple[Server, str, str]) -> None:
+    server, _, bob_token = bound
+    server.kill9()
+    server.start()
+    with server.client() as admin, server.client(token=bob_token) as bob:
+        found = queues(admin)
+        assert found["research"]["users"] == ["alice", "carol"] and found["open"]["users"] == ["bob"]
+        assert bob.post("/v1/jobs", json={"command": ["true"]}).status_code == 403
+        assert bob.post("/v1/jobs", json={"command": ["true"], "queue": "open"}).status_code == 201
+
+
+def test_queue_users_cli(bound: tuple[Server, str, str]) -> None:
+    server, _, _ = bound
+    client = ("--server", server.url, "--token-file", str(server.state_dir / "token"))
+    made = horus("queue", "create", "team", "--guaranteed", "0", "--user", "alice", "--user", "dave", *client)
+    assert made.returncode == 0 and "users alice, dave" in made.stdout, made.stderr
+    listed = horus("queue", "list", *client)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split()[1]: line for line in listed.stdout.splitlines() if line.startswith("│")}
+    assert "alice, dave" in rows["team"] and "alice, carol" in rows["research"], listed.stdout
+    assert horus("queue", "create", "team", "--guaranteed", "0", *client).returncode == 0  # replaced: no list
+    again = json.loads(horus("queue", "list", "--json", *client).stdout)
+    assert next(q for q in again["queues"] if q["name"] == "team")["users"] == []
+    assert "every user" in horus("queue", "list", *client).stdout
+    for bad in (["--user", "x y"], ["--user", "al", "--user", "al"]):
+        refused = horus("queue", "create", "team", "--guaranteed", "0", *bad, *client)
+        assert refused.returncode == 2 and "--user" in refused.stderr, refused.stderr
+    assert horus("queue", "delete", "team", *client).returncode == 0
+
+
+def test_queue_users_in_yaml_are_checked_and_named() -> None:
+    from horus.errors import HorusInputError
+    from horus.tenancy import parse_tenancy
+
+    good = parse_tenancy({"queues": [{"name": "r", "users": ["alice", "bob.b"]}, {"name": "o"}]}, "c.yaml")
+    assert good.queues["r"].users == ("alice", "bob.b") and good.queues["o"].users == ()
+    assert good.queues["r"].describe()["users"] == ["alice", "bob.b"]
+    assert "users" not in good.queues["o"].describe()  # simulator manifests without users are unchanged
+    for users, where in ((["alice", "no way"], "tenancy.queues[0].users[1]"),
+                         (["alice", "alice"], "tenancy.queues[0].users[1]"),
+                         ("alice", "tenancy.queues[0].users"), ([None], "tenancy.queues[0].users[0]"),
+                         (["x" * 65], "tenancy.queues[0].users[0]")):
+        with pytest.raises(HorusInputError) as err:
+            parse_tenancy({"queues": [{"name": "r", "users": users}]}, "c.yaml")
+        text = str(err.value)
+        assert f"c.yaml: {where}:" in text and "\n" not in text, text
+
+
+def test_a_schema_6_store_gains_queue_users(tmp_path: Path) -> None:
+    """A store written before queues had users opens; its queues take jobs from every user."""
+    path = tmp_path / "horus.db"
+    store = Store(path)
+    assert store.put_queue("q", {"*": 1.0}, None, 1.0, 1.0)
+    store.close()
+    with sqlite3.connect(path) as db:  # what schema 6 wrote: no queues.users
+        db.execute("ALTER TABLE queues DROP COLUMN users")
+        db.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    again = Store(path)
+    assert again.queues() == [{"name": "q", "guaranteed": {"*": 1.0}, "borrow_limit": None, "weight": 1.0,
+                               "users": []}]
+    assert not again.put_queue("q", {"*": 1.0}, None, 1.0, 2.0, users=["alice"])
+    assert again.put_queue("r", {"*": 1.0}, None, 1.0, 3.0)
+    assert [q["users"] for q in again.queues()] == [["alice"], []]
+    again.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    assert SCHEMA_VERSION == 7

@@ -6,7 +6,8 @@ priority class in ``JobSpec.queue`` / ``JobSpec.priority``; a job naming neither
 is enforced (admission, reclaim, accounting of shared GPUs) is ``horus.core.tenancy``.
 
 Quotas are in GPUs: ``guaranteed`` maps a GPU type name, or ``ANY_TYPE`` for GPUs of any type, to a number of
-GPUs (fractions allowed: a co-located job is charged its share of a GPU).
+GPUs (fractions allowed: a co-located job is charged its share of a GPU). ``users`` binds a queue to the live
+service's user tokens that may submit into it (empty: every user); the simulator ignores it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from horus.errors import HorusInputError
-from horus.validation import Domain
+from horus.validation import TOKEN_NAME, Domain
 
 ANY_TYPE = "*"
 CHARGE_RULES = ("equal", "util")  # how a shared GPU is split among its residents (horus.core.tenancy)
@@ -26,18 +27,25 @@ WEIGHT = Domain(1e-6, 1e6, False)
 PRIORITY_VALUE = Domain(-1_000_000, 1_000_000, True)
 HALF_LIFE_S = Domain(1.0, 10 * 365.25 * 86400, False, "s")
 NAME_MAX = 63  # a Kubernetes label value's length
+MAX_USERS = 1000  # user-token names one queue lists
 DEFAULT_HALF_LIFE_S = 7 * 86400.0  # Slurm's PriorityDecayHalfLife default (7 days)
 
 
 @dataclass(frozen=True)
 class Queue:
     """One tenant. ``borrow_limit``: GPUs it may use beyond its guarantee when others leave theirs idle (None:
-    no limit but the cluster); borrowed GPUs are reclaimed by preemption when their owners need them."""
+    no limit but the cluster); borrowed GPUs are reclaimed by preemption when their owners need them. ``users``:
+    the user-token names that may submit into it in the live service (empty: every user; admins always may)."""
 
     name: str
     guaranteed: Mapping[str, float] = field(default_factory=lambda: {ANY_TYPE: 0.0})
     borrow_limit: float | None = None
     weight: float = 1.0
+    users: tuple[str, ...] = ()
+
+    def admits_user(self, user: str) -> bool:
+        """May user token ``user`` submit into this queue? (No list: every user may.)"""
+        return not self.users or user in self.users
 
     def limit(self, key: str) -> float:
         """Most GPUs (of type ``key``, or ``ANY_TYPE``) this queue may be charged for, borrowing included."""
@@ -45,8 +53,11 @@ class Queue:
         return math.inf if self.borrow_limit is None else g + self.borrow_limit
 
     def describe(self) -> dict[str, object]:
-        return {"name": self.name, "guaranteed": dict(self.guaranteed), "borrow_limit": self.borrow_limit,
-                "weight": self.weight}
+        out: dict[str, object] = {"name": self.name, "guaranteed": dict(self.guaranteed),
+                                  "borrow_limit": self.borrow_limit, "weight": self.weight}
+        if self.users:
+            out["users"] = list(self.users)
+        return out
 
 
 @dataclass(frozen=True)
@@ -119,7 +130,7 @@ class Tenancy:
 
 # ---- parsing (cluster spec ``tenancy:`` section, API bodies) -------------------------------------------------
 _TOP = {"queues", "priority_classes", "default_queue", "default_priority", "charge", "half_life_h"}
-_QUEUE = {"name", "guaranteed", "borrow_limit", "weight"}
+_QUEUE = {"name", "guaranteed", "borrow_limit", "weight", "users"}
 _CLASS = {"name", "value", "preemptible"}
 
 
@@ -155,7 +166,7 @@ def check_name(name: str) -> bool:
 
 
 def parse_queue(data: object, source: str, where: str = "queue") -> Queue:
-    """One queue from a mapping ``{name, guaranteed, borrow_limit, weight}``."""
+    """One queue from a mapping ``{name, guaranteed, borrow_limit, weight, users}``."""
     r = _Reader(source)
     q = r.mapping(data, where, _QUEUE)
     name = r.name(q.get("name"), f"{where}.name")
@@ -174,7 +185,24 @@ def parse_queue(data: object, source: str, where: str = "queue") -> Queue:
     borrow = q.get("borrow_limit")
     borrow_limit = None if borrow is None else r.number(borrow, f"{where}.borrow_limit", QUOTA_GPUS)
     weight = r.number(q.get("weight", 1.0), f"{where}.weight", WEIGHT)
-    return Queue(name, guaranteed, borrow_limit, weight)
+    return Queue(name, guaranteed, borrow_limit, weight, _users(r, q.get("users"), f"{where}.users"))
+
+
+def _users(r: _Reader, raw: object, where: str) -> tuple[str, ...]:
+    """A queue's ``users``: distinct user-token names (horus.validation.TOKEN_NAME); absent or null: none."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or len(raw) > MAX_USERS:
+        r.fail(where, f"expected a list of at most {MAX_USERS} user names, got {repr(raw)[:70]}")
+    seen: set[str] = set()
+    for i, name in enumerate(raw):
+        if not isinstance(name, str) or not TOKEN_NAME.fullmatch(name):
+            r.fail(f"{where}[{i}]", f"expected a user name of 1-64 letters, digits, '_', '.' or '-', got "
+                                   f"{str(name)[:70]!r}")
+        if name in seen:
+            r.fail(f"{where}[{i}]", f"duplicate user {name!r}")
+        seen.add(name)
+    return tuple(raw)
 
 
 def parse_priority_class(data: object, source: str, where: str = "priority_class") -> PriorityClass:

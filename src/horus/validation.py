@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,9 @@ MAX_CONFIG_BYTES = 64 * MIB  # cluster YAML, Gavel JSON, campaign files (Gavel's
 MAX_CELL_CHARS = 64 * KIB  # one CSV cell
 MAX_ROWS = 20_000_000  # rows of one table
 MAX_DEPTH = 32  # nesting of a JSON / YAML document
+
+# a credential's name (horus.service.auth; a queue's ``users``, horus.tenancy): 1-64 letters, digits, '_', '.', '-'
+TOKEN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)

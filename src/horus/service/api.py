@@ -3,7 +3,8 @@
 Every request but ``/healthz`` needs ``Authorization: Bearer <token>`` or a console session
 cookie (401 without, 403 with a wrong one; tokens are never logged); reads go through without one
 when the server runs with open reads. Who may do what (``horus.service.auth``): admin everything;
-a user submits and sees, reads and cancels its own jobs only (another user's job is a 404, and on
+a user submits (into a queue whose ``users`` list it, or list none: else a 403) and sees, reads and cancels
+its own jobs only (another user's job is a 404, and on
 the cluster map another user's job is shown without id or name) and lists queues and priority classes,
 which only an admin changes (``horus.service.tenancy_api``); an agent registers and heartbeats only as itself. Bad bodies are 422 responses naming the field; nothing a client sends produces a 500.
 A write is authenticated before its body is read, and bodies are limited while they stream
@@ -36,6 +37,7 @@ from horus.service.listing import job_listing
 from horus.service.scheduler import LiveScheduler
 from horus.service.schemas import AgentJoin, AgentRegister, Heartbeat, JobProgress, JobSubmit, job_view
 from horus.service.store import JOB_STATES, NewJob, StoreUnavailable, is_store_failure, one_line
+from horus.service.tenants import NotAQueueUser
 
 log = logging.getLogger("horus.service")
 
@@ -211,7 +213,8 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
         """Queue a job (owned by the caller). A retry with the same idempotency key (body field or header) by the
         same caller returns the first job (200). 409: a name in both env and secret_env, a model the server does
         not know, more GPUs (of the type asked for) than the cluster has, a queue or priority class that does
-        not exist, an input size below the model's smallest, or input_size / precision / optimizer without a model."""
+        not exist, an input size below the model's smallest, or input_size / precision / optimizer without a model.
+        403: a user token submitting into a queue (named, or the default) whose ``users`` do not list it."""
         need(who, "admin", "user")
         clash = body.clash()
         if clash:
@@ -224,9 +227,11 @@ def create_app(scheduler: LiveScheduler, token: str, *, open_reads: bool = False
                      queue=body.queue, priority=body.priority, input_size=body.input_size,
                      precision=body.precision, optimizer=body.optimizer)
         try:
-            row, created = scheduler.submit(new)
+            row, created = scheduler.submit(new, user=None if who.is_admin else who.name)
         except HorusInputError as exc:  # valid by the schema, refused by the server's state (cluster, models)
             raise HTTPException(409, f"{exc.source}: {exc.message}") from None
+        except NotAQueueUser as exc:  # nothing stored
+            raise HTTPException(403, str(exc)) from None
         if not created:
             response.status_code = 200
         return job_view(row, prediction=scheduler.prediction(row), tenant=scheduler.tenant_of(row))

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 import secrets
 import threading
 import time
@@ -23,8 +22,8 @@ from dataclasses import dataclass
 
 from horus.errors import HorusInputError
 from horus.service.store import ROLES, Store, StoreError
+from horus.validation import TOKEN_NAME as NAME_PATTERN
 
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 ADMIN = "admin"
 SESSION_COOKIE = "horus_session"
 SESSION_TTL_S = 12 * 3600.0

@@ -9,8 +9,8 @@ import re
 from typing import Any
 
 from horus.errors import HorusInputError
-from horus.tenancy import PRIORITY_VALUE, QUOTA_GPUS, WEIGHT, check_name
-from horus.validation import NumberArg
+from horus.tenancy import MAX_USERS, PRIORITY_VALUE, QUOTA_GPUS, WEIGHT, check_name
+from horus.validation import TOKEN_NAME, NumberArg
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="GPUs the queue may use beyond its guarantee (default: no limit but the cluster)")
     create.add_argument("--weight", type=NumberArg(WEIGHT), default=1.0, metavar="W",
                         help="fair-share weight among queues that borrow (default 1)")
+    create.add_argument("--user", action="append", default=[], dest="users", metavar="NAME",
+                        help="a user token that may submit into the queue (repeatable; none: every user; admins "
+                             "always may)")
     create.set_defaults(func=run_queue_create)
     listing = sub.add_parser("list", help="list queues with their quotas and what each is charged now")
     listing.set_defaults(func=run_queue_list)
@@ -82,12 +85,32 @@ def run_queue_create(args: argparse.Namespace) -> int:
     name = tenant_name(args.name, "NAME")
     if not re.fullmatch(r"\*|[A-Za-z0-9_.\-]{1,64}", args.type):
         raise HorusInputError("--type", f"expected a GPU type name or '*', got {args.type[:70]!r}")
-    body = {"guaranteed": {args.type: args.guaranteed}, "borrow_limit": args.borrow_limit, "weight": args.weight}
+    users = queue_users(args.users)
+    body = {"guaranteed": {args.type: args.guaranteed}, "borrow_limit": args.borrow_limit, "weight": args.weight,
+            "users": users}
     client = _client(args)
     queue = client.request("PUT", f"/v1/queues/{name}", json=body)
     return _print(args, queue, f"queue {name}: guaranteed {args.guaranteed:g} GPUs ({args.type}), borrow limit "
                                f"{'none' if args.borrow_limit is None else f'{args.borrow_limit:g}'}, weight "
-                               f"{args.weight:g}")
+                               f"{args.weight:g}, users {_users(users)}")
+
+
+def queue_users(names: list[str]) -> list[str]:
+    """``--user`` values: distinct user-token names, else HorusInputError naming ``--user``."""
+    if len(names) > MAX_USERS:
+        raise HorusInputError("--user", f"expected at most {MAX_USERS} users, got {len(names)}")
+    seen: set[str] = set()
+    for name in names:
+        if not TOKEN_NAME.fullmatch(name):
+            raise HorusInputError("--user", f"expected 1-64 letters, digits, '_', '.' or '-', got {name[:70]!r}")
+        if name in seen:
+            raise HorusInputError("--user", f"{name!r} is given twice")
+        seen.add(name)
+    return names
+
+
+def _users(users: list[str]) -> str:
+    return ", ".join(users) if users else "every user"
 
 
 def run_queue_list(args: argparse.Namespace) -> int:
@@ -98,13 +121,14 @@ def run_queue_list(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table(title="queues" if data["queues"] else "queues (none: no tenancy)")
-    for col in ("name", "guaranteed", "borrow limit", "weight", "charged", "reserved", "held", "running",
+    for col in ("name", "guaranteed", "borrow limit", "weight", "users", "charged", "reserved", "held", "running",
                 "reclaimed"):
         table.add_column(col, justify="left" if col == "name" else "right")
     for q in data["queues"]:
         guaranteed = ", ".join(f"{v:g}" if k == "*" else f"{v:g} {k}" for k, v in q["guaranteed"].items())
         table.add_row(q["name"] + (" (default)" if q["default"] else ""), guaranteed,
                       "-" if q["borrow_limit"] is None else f"{q['borrow_limit']:g}", f"{q['weight']:g}",
+                      _users(q.get("users") or []),
                       f"{q['charged_gpus']:.2f}", f"{q['reserved_gpus']:.2f}", str(q["held_jobs"]),
                       str(q["running_jobs"]), str(q["reclaimed"]))
     Console().print(table)

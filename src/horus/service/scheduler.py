@@ -207,10 +207,13 @@ class LiveScheduler:
                        input_size=row.input_size, precision=row.precision, optimizer=row.optimizer)
 
     # ---- requests ----------------------------------------------------------------------------------------
-    def submit(self, job: NewJob) -> tuple[JobRow, bool]:
-        """Validate, store (durable before it returns) and queue a job. (row, created)."""
+    def submit(self, job: NewJob, user: str | None = None) -> tuple[JobRow, bool]:
+        """Validate, store (durable before it returns) and queue a job. (row, created). ``user``: the submitting
+        user token's name, checked against its queue's users (None: an admin, who may submit anywhere)."""
         with self.lock:
             self.tenants.check(job.queue, job.priority)  # unknown queue or class -> HorusInputError
+            if user is not None:
+                self.tenants.check_user(job.queue, user)  # a queue bound to other users -> NotAQueueUser
             check_job_description(job)
             probe = JobSpec("probe", 0.0, job.num_gpus, job.model, job.batch_size, job.iterations or 1.0,
                             job.gpu_fraction, job.gpu_type, input_size=job.input_size, precision=job.precision,
@@ -253,7 +256,7 @@ class LiveScheduler:
         """Create or replace a queue (durable first), then rebuild the core with the new tenancy; True if created."""
         with self.lock:
             created = self.store.put_queue(queue.name, dict(queue.guaranteed), queue.borrow_limit, queue.weight,
-                                           self.clock())
+                                           self.clock(), queue.users)
             self._reload_tenants()
             return created
 

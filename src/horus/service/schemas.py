@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from horus.jobs import OPTIMIZERS, PRECISION_ALIASES, PRECISIONS, normalize_precision
-from horus.tenancy import NAME_MAX, PRIORITY_VALUE, QUOTA_GPUS, WEIGHT
+from horus.tenancy import MAX_USERS, NAME_MAX, PRIORITY_VALUE, QUOTA_GPUS, WEIGHT
 from horus.validation import LIMITS
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
@@ -24,6 +24,7 @@ MIN_FRACTION = LIMITS["gpu_fraction"].low  # the smallest GPU share a job may re
 MIN_ITERATIONS = LIMITS["iterations"].low  # a job's iteration count, when given
 TENANT_NAME = rf"^[A-Za-z0-9_.\-]{{1,{NAME_MAX}}}$"  # a queue's or a priority class's name (horus.tenancy.check_name)
 GPU_TYPE_KEY = r"^(\*|[A-Za-z0-9_.\-]{1,64})$"  # a quota's key: a GPU type name, or * for GPUs of any type
+USER_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"  # a user token's name (horus.validation.TOKEN_NAME)
 
 
 def _integral(value: Any) -> Any:
@@ -208,8 +209,8 @@ Gpus = Annotated[float, Field(ge=QUOTA_GPUS.low, le=QUOTA_GPUS.high)]
 
 
 class QueueBody(_Strict):
-    """A queue (tenant): its guaranteed GPUs, how many more it may borrow while others leave theirs idle, and its
-    fair-share weight (docs/service.md, Queues)."""
+    """A queue (tenant): its guaranteed GPUs, how many more it may borrow while others leave theirs idle, its
+    fair-share weight, and the user tokens that may submit into it (docs/service.md, Queues)."""
 
     guaranteed: Gpus | dict[Annotated[str, Field(pattern=GPU_TYPE_KEY)], Gpus] = Field(
         0.0, description="GPUs of any type, or {GPU type or '*': GPUs}", json_schema_extra={"anyOf": [
@@ -218,12 +219,25 @@ class QueueBody(_Strict):
              "additionalProperties": {"type": "number", "minimum": QUOTA_GPUS.low, "maximum": QUOTA_GPUS.high}}]})
     borrow_limit: Gpus | None = Field(None, description="GPUs beyond the guarantee (null: no limit but the cluster)")
     weight: float = Field(1.0, ge=WEIGHT.low, le=WEIGHT.high, description="fair-share weight among borrowers")
+    users: list[Annotated[str, Field(pattern=USER_NAME)]] = Field(
+        default_factory=list, max_length=MAX_USERS, json_schema_extra={"uniqueItems": True},
+        description="user-token names that may submit into the queue (empty: every user; admins always may)")
 
     @field_validator("guaranteed")
     @classmethod
     def _types(cls, value: float | dict[str, float]) -> float | dict[str, float]:
         if isinstance(value, dict) and not 1 <= len(value) <= 64:
             raise ValueError("expected 1 to 64 GPU types")
+        return value
+
+    @field_validator("users")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for name in value:
+            if name in seen:
+                raise ValueError(f"duplicate user {name!r}")
+            seen.add(name)
         return value
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 ROLES = ("admin", "user", "agent", "join")
 IDEM_SEP = "\x1f"  # owner IDEM_SEP key
 FINAL_STATES = ("finished", "failed", "cancelled")
@@ -127,7 +127,8 @@ CREATE TABLE IF NOT EXISTS queues (
     borrow_limit REAL,                          -- GPUs beyond the guarantee (NULL: no limit but the cluster)
     weight REAL NOT NULL,
     created REAL NOT NULL,
-    changed REAL NOT NULL
+    changed REAL NOT NULL,
+    users TEXT NOT NULL DEFAULT '[]'            -- JSON list of the user-token names that may submit ([]: every user)
 );
 CREATE TABLE IF NOT EXISTS priority_classes (
     name TEXT PRIMARY KEY,
@@ -192,8 +193,15 @@ def _observations_table(db: sqlite3.Connection) -> None:
     db.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE IF NOT EXISTS observations"):].split(";")[0])
 
 
+def _v7_queue_users(db: sqlite3.Connection) -> None:
+    """Schema 7: ``queues.users`` (a JSON list; ``[]``: every user may submit, as before)."""
+    if "users" not in {r[1] for r in db.execute("PRAGMA table_info(queues)")}:
+        db.execute("ALTER TABLE queues ADD COLUMN users TEXT NOT NULL DEFAULT '[]'")
+
+
+# from version -> what brings a store to version + 1 (new tables: _SCHEMA)
 _MIGRATIONS = {1: _add_owner, 2: _v3_join_and_secrets, 3: _v4_tenancy, 4: _v5_job_description,
-               5: _observations_table}  # from version -> what brings a store to version + 1 (new tables: _SCHEMA)
+               5: _observations_table, 6: _v7_queue_users}
 
 
 def _create(path: Path) -> None:
@@ -671,11 +679,12 @@ class Store:
 
     # ---- tenancy: queues and priority classes (horus.service.tenants builds the Tenancy) -----------------
     def queues(self) -> list[dict[str, Any]]:
-        """Stored queues in creation order: ``{name, guaranteed, borrow_limit, weight}``."""
+        """Stored queues in creation order: ``{name, guaranteed, borrow_limit, weight, users}``."""
         with self._lock:
-            rows = self._db.execute("SELECT name, guaranteed, borrow_limit, weight FROM queues ORDER BY seq").fetchall()
+            rows = self._db.execute("SELECT name, guaranteed, borrow_limit, weight, users FROM queues "
+                                    "ORDER BY seq").fetchall()
         return [{"name": r["name"], "guaranteed": json.loads(r["guaranteed"]), "borrow_limit": r["borrow_limit"],
-                 "weight": r["weight"]} for r in rows]
+                 "weight": r["weight"], "users": list(json.loads(r["users"]))} for r in rows]
 
     def priority_classes(self) -> list[dict[str, Any]]:
         """Stored priority classes, highest value first: ``{name, value, preemptible}``."""
@@ -692,21 +701,22 @@ class Store:
         return {} if row is None else dict(json.loads(row["value"]))
 
     def put_queue(self, name: str, guaranteed: dict[str, float], borrow_limit: float | None, weight: float,
-                  now: float) -> bool:
-        """Create or replace queue ``name`` (a replaced queue keeps its place in the creation order); True if
-        created."""
+                  now: float, users: Sequence[str] = ()) -> bool:
+        """Create or replace queue ``name`` (a replaced queue keeps its place in the creation order; ``users``
+        replaces its list too); True if created."""
         with self.transaction() as db:
-            return self._put_queue(db, name, guaranteed, borrow_limit, weight, now)
+            return self._put_queue(db, name, guaranteed, borrow_limit, weight, now, users)
 
     @staticmethod
     def _put_queue(db: sqlite3.Connection, name: str, guaranteed: dict[str, float], borrow_limit: float | None,
-                   weight: float, now: float) -> bool:
-        spec = (json.dumps(guaranteed), borrow_limit, weight)
-        if db.execute("UPDATE queues SET guaranteed = ?, borrow_limit = ?, weight = ?, changed = ? WHERE name = ?",
-                      (*spec, now, name)).rowcount == 1:
+                   weight: float, now: float, users: Sequence[str] = ()) -> bool:
+        spec = (json.dumps(guaranteed), borrow_limit, weight, json.dumps(list(users)))
+        if db.execute("UPDATE queues SET guaranteed = ?, borrow_limit = ?, weight = ?, users = ?, changed = ? "
+                      "WHERE name = ?", (*spec, now, name)).rowcount == 1:
             return False
         seq = int(db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM queues").fetchone()[0])
-        db.execute("INSERT INTO queues VALUES (?, ?, ?, ?, ?, ?, ?)", (name, seq, *spec, now, now))
+        db.execute("INSERT INTO queues (name, seq, guaranteed, borrow_limit, weight, users, created, changed) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (name, seq, *spec, now, now))
         return True
 
     def delete_queue(self, name: str, default: str) -> int | None:
@@ -741,7 +751,8 @@ class Store:
             if db.execute("SELECT 1 FROM meta WHERE key = 'tenancy'").fetchone() is not None:
                 return False
             for q in queues:
-                self._put_queue(db, q["name"], q["guaranteed"], q["borrow_limit"], q["weight"], now)
+                self._put_queue(db, q["name"], q["guaranteed"], q["borrow_limit"], q["weight"], now,
+                                q.get("users", ()))
             for c in classes:
                 self._put_class(db, c["name"], c["value"], c["preemptible"], now)
             db.execute("INSERT INTO meta VALUES ('tenancy', ?)", (json.dumps({**settings, "seeded": now}),))

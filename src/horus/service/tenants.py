@@ -5,7 +5,8 @@ No stored queue: no tenancy, and the service schedules as it did before queues e
 whenever a queue or a class changes. The priority class ``normal`` (value 0, preemptible) always exists: a stored
 class of that name replaces it. The default queue is the one a ``--tenancy`` file named, else the first created;
 the default class is the one the file named, else ``normal``. ``horus serve --tenancy FILE`` seeds an unseeded
-store only: after the first start the store wins (docs/service.md).
+store only: after the first start the store wins (docs/service.md). A queue with ``users`` takes jobs only from
+those user tokens (and admins): ``Tenants.check_user``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ from horus.errors import HorusInputError
 from horus.service.store import Store
 from horus.state import SchedulerState, gpu_share
 from horus.tenancy import ANY_TYPE, DEFAULT_HALF_LIFE_S, DEFAULT_PRIORITY, PriorityClass, Queue, Tenancy, parse_tenancy
+
+
+SHOWN_USERS = 10  # a refusal names at most this many of the queue's users
+
+
+class NotAQueueUser(Exception):
+    """A user token submitting into a queue whose ``users`` do not name it (the API answers 403)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,18 @@ class Tenants:
             raise HorusInputError("priority", f"unknown priority class {priority!r} (known: "
                                               f"{', '.join(self.classes)})")
 
+    def check_user(self, queue: str | None, user: str) -> None:
+        """NotAQueueUser unless user token ``user`` may submit into ``queue`` (None: the default queue). Call
+        after ``check``; without a tenancy every user may."""
+        if self.tenancy is None:
+            return
+        q = self.tenancy.queue_of(queue)
+        if not q.admits_user(user):
+            shown = ", ".join(q.users[:SHOWN_USERS]) + (f" and {len(q.users) - SHOWN_USERS} more"
+                                                        if len(q.users) > SHOWN_USERS else "")
+            raise NotAQueueUser(f"user {user!r} may not submit into queue {q.name!r} (its users: {shown}); ask an "
+                                f"admin (horus queue create {q.name} --user {user})")
+
     def names(self, queue: str | None, priority: str | None) -> tuple[str | None, str | None]:
         """The queue and class a job with these stored names belongs to (without a tenancy: the stored names)."""
         if self.tenancy is None:
@@ -62,7 +82,8 @@ def load(store: Store) -> Tenants:
     default_priority = settings.get("default_priority")
     if default_priority not in classes:
         default_priority = DEFAULT_PRIORITY.name
-    queues = {q["name"]: Queue(q["name"], q["guaranteed"], q["borrow_limit"], q["weight"]) for q in store.queues()}
+    queues = {q["name"]: Queue(q["name"], q["guaranteed"], q["borrow_limit"], q["weight"], tuple(q["users"]))
+              for q in store.queues()}
     tenancy = None
     if queues:
         default_queue = settings.get("default_queue")
@@ -86,8 +107,8 @@ def read_file(path: Path) -> Tenancy:
 
 def seed(store: Store, tenancy: Tenancy, now: float) -> bool:
     """Store a file's tenancy if no file seeded this store before; True if it did."""
-    queues = [{"name": q.name, "guaranteed": dict(q.guaranteed), "borrow_limit": q.borrow_limit, "weight": q.weight}
-              for q in tenancy.queues.values()]
+    queues = [{"name": q.name, "guaranteed": dict(q.guaranteed), "borrow_limit": q.borrow_limit, "weight": q.weight,
+               "users": list(q.users)} for q in tenancy.queues.values()]
     classes = [c.describe() for c in tenancy.priority_classes.values() if c != DEFAULT_PRIORITY]
     settings = {"default_queue": tenancy.default_queue, "default_priority": tenancy.default_priority,
                 "charge": tenancy.charge, "half_life_s": tenancy.half_life_s}
@@ -107,8 +128,9 @@ def carry_ledger(old: Admission | None, new: Admission | None) -> None:
 
 
 def queue_views(tenants: Tenants, admission: Admission | None, state: SchedulerState) -> list[dict[str, Any]]:
-    """Each queue with its quota and, from the core's ledger, what it is charged now (GPUs), what its admitted
-    jobs that wait for placement reserve, its jobs held for quota, admitted and running, and its reclaims."""
+    """Each queue with its quota, its users (``[]``: every user) and, from the core's ledger, what it is charged
+    now (GPUs), what its admitted jobs that wait for placement reserve, its jobs held for quota, admitted and
+    running, and its reclaims."""
     tenancy = tenants.tenancy
     if tenancy is None or admission is None:
         return []
@@ -127,7 +149,7 @@ def queue_views(tenants: Tenants, admission: Admission | None, state: SchedulerS
         c = counts[name]
         out.append({
             "name": name, "guaranteed": dict(q.guaranteed), "borrow_limit": q.borrow_limit, "weight": q.weight,
-            "default": name == tenancy.default_queue,
+            "users": list(q.users), "default": name == tenancy.default_queue,
             "charged_gpus": _gpus(acc.used()), "reserved_gpus": _gpus(acc.reserved.get(ANY_TYPE, 0.0)),
             "held_jobs": c["held"], "held_gpus": _gpus(c["held_gpus"]), "admitted_jobs": c["admitted"],
             "running_jobs": c["running"], "used_gpu_h": _gpus(acc.used_gpu_s / 3600), "reclaimed": acc.reclaimed,
