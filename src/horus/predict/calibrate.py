@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from horus.gpu_types import gpu_spec
 from horus.predict.measurements import Measurement
@@ -186,6 +185,8 @@ def fit_time(rows: Sequence[Measurement], base: PhysicalParams, seed: int = 0) -
                  PRIOR_WEIGHT * (glob - prior_glob_v)]
         return np.concatenate([r_t, r_u, *pulls])
 
+    from scipy.optimize import least_squares  # imported when fitting: loading predictors does not need it
+
     sol = least_squares(residuals, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi), loss="soft_l1",
                         f_scale=ROBUST_SCALE, max_nfev=300)
     x = sol.x
@@ -224,6 +225,8 @@ def fit_memory(rows: Sequence[Measurement], base: PhysicalParams, seed: int = 0)
     x0 = np.log([base.for_gpu(g).context_mib for g in gpus] + [base.globals.act_scale, base.globals.transient_scale])
     lo = np.log([100.0] * len(gpus) + [0.2, 0.01])
     hi = np.log([6000.0] * len(gpus) + [10.0, 10.0])
+    from scipy.optimize import least_squares  # imported when fitting: loading predictors does not need it
+
     sol = least_squares(residuals, np.clip(x0, lo + 1e-9, hi - 1e-9), bounds=(lo, hi), max_nfev=200)
     return params_of(sol.x)
 

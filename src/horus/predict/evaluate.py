@@ -34,7 +34,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from horus.cluster import GPUType
 from horus.gpu_types import PRESETS, gpu_spec
@@ -222,7 +221,7 @@ def evaluate(rows: Sequence[Measurement], protocols: Sequence[str] = PROTOCOLS,
                     ok = sel & ~np.isnan(p)
                     if ok.sum() == 0:
                         continue
-                    rho = spearmanr(y_all[ok], p[ok]).statistic if ok.sum() > 2 else float("nan")
+                    rho = _spearman(y_all[ok], p[ok]) if ok.sum() > 2 else float("nan")
                     scores.append(Score(ds, t, protocol, c, int(ok.sum()), error(t, y_all[ok], p[ok]), float(rho)))
     return scores
 
@@ -235,3 +234,10 @@ def format_scores(scores: Sequence[Score]) -> str:
         lines.append(f"{s.dataset:<10}{s.target:<10}{s.protocol:<12}{s.candidate:<18}{s.n:>6}{s.error:>9.2f}  "
                      f"{ERROR_METRIC[s.target]:<11}{s.spearman:>8.3f}")
     return "\n".join(lines)
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation (scipy, imported when first needed: predictors are loaded without it)."""
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
