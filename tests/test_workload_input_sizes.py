@@ -16,7 +16,7 @@ import pytest
 
 from horus.catalog import load_catalog
 from horus.errors import HorusInputError
-from horus.graph.input_sizes import MIN_INPUT_SIZE
+from horus.graph.input_sizes import MAX_INPUT_SIZE, MIN_INPUT_SIZE
 from horus.predict.workload import (
     MATRIX,
     SIZELESS_FAMILIES,
@@ -97,7 +97,8 @@ def test_left_out_sizes_are_predicted_within_the_measured_bound() -> None:
 def test_more_input_means_more_work() -> None:
     for model in sized_models():
         low = MIN_INPUT_SIZE.get(model, 1)
-        grid = np.unique(np.geomspace(low, 2 * max(table_sizes(model)), 12).astype(int))
+        high = min(2 * max(table_sizes(model)), MAX_INPUT_SIZE.get(model, 1 << 30))  # a position table bounds it
+        grid = np.unique(np.geomspace(low, high, 12).astype(int))
         t = np.array([totals(catalog_workload(model, int(s))) for s in grid])
         assert (np.diff(t[:, [0, 2]], axis=0) > 0).all(), model
 
@@ -132,6 +133,22 @@ def test_image_sizes_below_the_minimum_are_refused() -> None:
         catalog_workload("inception_v3", 224)
     with pytest.raises(HorusInputError, match="at least 1"):
         catalog_workload("bert_base", 0)
+
+
+def test_sequences_longer_than_the_position_table_are_refused() -> None:
+    assert catalog_workload("gpt2", 1024).train_flops_per_sample > catalog_workload("gpt2", 512).train_flops_per_sample
+    with pytest.raises(HorusInputError, match="'gpt2' has 1024 positions.*got 1025"):
+        catalog_workload("gpt2", 1025)
+    with pytest.raises(HorusInputError, match="'bert_base' has 512 positions"):
+        catalog_workload("bert_base", 4096)
+    assert catalog_workload("t5_small", 2048).train_flops_per_sample > 0  # relative positions: no table to outgrow
+
+
+def test_position_tables_are_the_configs_the_zoo_builds_from() -> None:
+    transformers = pytest.importorskip("transformers", reason="the zoo's configs need transformers ('.[graph]')")
+    for name, positions in MAX_INPUT_SIZE.items():
+        config = transformers.GPT2Config() if name.startswith("gpt2") else transformers.BertConfig()
+        assert positions == getattr(config, "n_positions", None) or positions == config.max_position_embeddings, name
 
 
 def test_predicting_at_a_size_imports_no_torch() -> None:

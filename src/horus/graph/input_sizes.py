@@ -1,4 +1,4 @@
-"""The smallest ``--input-size`` each image model of the zoo accepts.
+"""The smallest ``--input-size`` each image model of the zoo accepts, and the largest of position-table transformers.
 
 Checked by ``horus features``, ``horus profile`` and ``horus train``. An image model (one fed a 4-D image
 tensor, or 5-D frames: conv nets, detectors, GANs, Atari-style RL, ViT) is refused below
@@ -28,6 +28,15 @@ MIN_INPUT_SIZE: dict[str, int] = {
 }
 
 
+# the largest sequence length of the zoo's transformers with a learned position table: its size in the
+# ``transformers`` config the zoo builds them from (``BertConfig.max_position_embeddings`` = 512,
+# ``GPT2Config.n_positions`` = 1024, the published models' own; a test checks them against the configs). T5 has
+# relative positions and no such bound.
+MAX_INPUT_SIZE: dict[str, int] = {
+    "bert_base": 512, "bert_large": 512, "bert_base_squad": 512, "gpt2": 1024, "gpt2_medium": 1024, "gpt2_xl": 1024,
+}
+
+
 def image_models() -> list[str]:
     """Zoo models fed images (a 4-D or, for a rollout of frames, 5-D example input): ``MIN_INPUT_SIZE``'s keys."""
     from horus.zoo import ZOO
@@ -37,11 +46,18 @@ def image_models() -> list[str]:
 
 
 def check_input_size(model: str, size: int | None, source: str) -> None:
-    """HorusInputError when ``size`` is below ``MIN_INPUT_SIZE[model]`` (None: the zoo default, always fine)."""
+    """HorusInputError when ``size`` is below ``MIN_INPUT_SIZE[model]`` or above ``MAX_INPUT_SIZE[model]`` (None:
+    the zoo default, always fine)."""
+    if size is None:
+        return
     low = MIN_INPUT_SIZE.get(model)
-    if size is not None and low is not None and size < low:
+    if low is not None and size < low:
         raise HorusInputError(source, f"zoo model {model!r} needs an input size of at least {low} pixels, got "
                                       f"{size} (docs/inputs.md)")
+    high = MAX_INPUT_SIZE.get(model)
+    if high is not None and size > high:
+        raise HorusInputError(source, f"zoo model {model!r} has {high} positions: a sequence of at most {high} "
+                                      f"tokens, got {size} (docs/inputs.md)")
 
 
 def measure_minimum(model_name: str) -> int:
