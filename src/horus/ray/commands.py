@@ -10,6 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from horus.sim import options as opt
+from horus.sim.tenants import tenancy_arg
+from horus.tenancy import CHARGE_RULES
 from horus.validation import NumberArg, check_output_path, path_arg
 
 
@@ -42,6 +44,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="what every policy is told of job lengths, as horus simulate --sizes (default estimate)")
     p.add_argument("--telemetry", default="noisy", choices=("noisy", "exact"),
                    help="what running jobs report, as horus simulate --telemetry (default noisy, seeded by the cell)")
+    p.add_argument("--tenancy", type=tenancy_arg, metavar="SOURCE",
+                   help="tenant queues every cell runs under, as horus simulate --tenancy (docs/tenancy.md): off, "
+                        "spec (the cell's cluster spec's tenancy section; the default for a cluster that has one, "
+                        "else off), trace (a queue per value of the cell's trace's queue column, guaranteed its "
+                        "share of the GPU-time demand) or a YAML file with a 'tenancy:' section (every cluster); "
+                        "rows then add the tenancy figures (Jain's index, worst attainment, quota violations)")
+    p.add_argument("--tenancy-charge", choices=CHARGE_RULES,
+                   help="how a shared GPU is charged to its residents' queues: equal (by request; the tenancy's "
+                        "default) or util (by predicted utilization); overrides the tenancy's 'charge'")
     p.add_argument("--ray-address", help="Ray cluster to use (default: find one, or start one on this machine)")
     p.add_argument("--no-ray", action="store_true", help="run the cells in this process, one after another")
     p.add_argument("--out", type=path_arg, help="results directory (default: results/sweep-<UTC time>)")
@@ -57,6 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.set_defaults(func=run_sweep_report_command)
 
 
+TENANCY_FIGURES = ("queues", "jain_index", "min_guarantee_attainment", "quota_violation_s", "reclaim_preemptions",
+                   "priority_preemptions", "contended_h")  # horus.sim.queues.tenancy_summary: sweep.json's means
 MAX_SEEDS = 1000  # seeds per sweep: more is a typo, not a plan (each seed is a simulation per policy and trace)
 
 
@@ -114,8 +127,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from horus.errors import HorusInputError
     from horus.plugins import load_all
     from horus.policies.base import POLICIES
-    from horus.ray.sweep import DEFAULT, SweepSettings, aggregate, check_cells, grid, run_sweep
-    from horus.sim.commands import SUMMARY_COLUMNS, format_table
+    from horus.ray.sweep import DEFAULT, TENANCY_LABELS, SweepSettings, aggregate, check_cells, grid, run_sweep
+    from horus.sim.commands import SUMMARY_COLUMNS, TENANCY_COLUMNS, format_table
     from horus.sim.outputs import environment, utc_timestamp, write_json, write_table
     from horus.sim.sweep_report import write_sweep_report
     from horus.sim.world import memory_truth_for
@@ -138,7 +151,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                              predictor=args.predictor,
                              predictor_dir=str(args.predictor_dir) if args.predictor_dir else None,
                              sampler=args.sampler, max_jobs=args.max_jobs, sizes=args.sizes, telemetry=args.telemetry,
-                             memory_truth=memory_truth_for(args.truth, args.memory_truth))
+                             memory_truth=memory_truth_for(args.truth, args.memory_truth),
+                             tenancy=str(args.tenancy) if args.tenancy is not None else None,
+                             tenancy_charge=args.tenancy_charge)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = args.out or Path("results") / f"sweep-{stamp}"
     output = OutputDir(out, "--out")  # before any simulation runs: a bad --out must not waste the sweep
@@ -173,14 +188,16 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
     rows = run_sweep(cells, settings, use_ray=not args.no_ray, on_result=tick)
     wall_s = time.perf_counter() - began
-    keys = [key for key, _, _ in SUMMARY_COLUMNS]
+    tenanted = any("tenancy_source" in row for row in rows)  # tenancy-free sweeps: rows and tables as before
+    columns = [*SUMMARY_COLUMNS, *(TENANCY_COLUMNS if tenanted else ())]
+    keys = [key for key, _, _ in columns if key not in TENANCY_LABELS]
     means = aggregate(rows, keys)
     import pandas as pd
 
     multi = len(traces) > 1 or len(clusters) > 1
     table = {(f"{m['policy']} | {Path(m['trace']).stem} | {Path(m['cluster']).stem}" if multi else m["policy"]): m
              for m in means}
-    text = format_table(table)
+    text = format_table(table, columns)
     with output:  # removed again if a write fails (unless it existed before)
         write_table(pd.DataFrame(rows), out / "cells")
         write_table(pd.DataFrame(means), out / "summary")
@@ -188,7 +205,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
                     "settings": asdict(settings),
                     "cells": len(cells), "executor": where, "wall_s": wall_s}, out / "manifest.json")
         page_keys = [*keys, "preemptions", "makespan_lower_bound_s", "mean_jct_lower_bound_s",  # bounds: per group
-                     "makespan_exclusive_bound_s", "mean_jct_exclusive_bound_s"]
+                     "makespan_exclusive_bound_s", "mean_jct_exclusive_bound_s",
+                     *(TENANCY_FIGURES if tenanted else ())]
         write_json({"command": ["horus", *sys.argv[1:]], "settings": asdict(settings),
                     "means": aggregate(rows, page_keys), "cells": rows}, out / "sweep.json")
         write_sweep_report(out / "sweep.json")

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from datetime import datetime, timezone
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,17 @@ SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("jobs_failed", "failed", "{:.0f}"),
     ("jobs_rejected", "rejected", "{:.0f}"),
 )
+TENANCY_COLUMNS: tuple[tuple[str, str, str], ...] = (  # horus sweep, cells run under a tenancy (horus.sim.queues)
+    ("tenancy_source", "tenancy", "{}"),
+    ("jain_index", "Jain", "{:.3f}"),
+    ("min_guarantee_attainment", "min attain %", "{:.1f}"),
+    ("quota_violation_s", "quota viol s", "{:.0f}"),
+    ("reclaim_preemptions", "reclaims", "{:.0f}"),
+)
 INTERFERENCE_POLICIES: tuple[str, ...] = ("geng", "horus-iasp")  # policies taking model_dir=
 _HOURS = {"makespan_s", "mean_jct_s", "median_jct_s", "p95_jct_s", "mean_wait_s", "p95_wait_s"}
 _PERCENT = {"gpu_util_mean", "gpu_busy_mean", "gpu_busy_allocated_mean", "gpu_mem_occupancy_mean", "colocated_share",
-            "goodput"}
+            "goodput", "min_guarantee_attainment"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -113,23 +121,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_simulate)
 
 
-def format_table(summary: dict[str, dict[str, float]]) -> str:
-    """A fixed-width comparison table, one row per policy (times in hours, shares in percent), and the
-    bounds every policy's run shares (``horus.sim.report.BOUND_ROWS``) as last rows."""
+def format_table(summary: dict[str, dict[str, Any]],
+                 columns: Sequence[tuple[str, str, str]] = SUMMARY_COLUMNS) -> str:
+    """A fixed-width comparison table, one row per policy (times in hours, shares in percent, words as they are),
+    and the bounds every policy's run shares (``horus.sim.report.BOUND_ROWS``) as last rows."""
     from horus.sim.report import BOUND_ROWS
 
-    def cell(key: str, value: float | None, fmt: str) -> str:
+    def cell(key: str, value: Any, fmt: str) -> str:
         if value is None:
             return "-"
+        if isinstance(value, str):
+            return value
         return fmt.format(value / 3600 if key in _HOURS else value * 100 if key in _PERCENT else value)
 
-    headers = ["policy", *(h for _, h, _ in SUMMARY_COLUMNS)]
-    rows = [[policy, *(cell(key, metrics.get(key), fmt) for key, _, fmt in SUMMARY_COLUMNS)]
+    headers = ["policy", *(h for _, h, _ in columns)]
+    rows = [[policy, *(cell(key, metrics.get(key), fmt) for key, _, fmt in columns)]
             for policy, metrics in summary.items()]
     first = next(iter(summary.values()), {})
     for label, bounds in BOUND_ROWS:  # every policy ran the same jobs: one row per bound
         if any(bound in first for bound in bounds.values()):
-            rows.append([label, *(cell(key, first.get(bounds.get(key, "")), fmt) for key, _, fmt in SUMMARY_COLUMNS)])
+            rows.append([label, *(cell(key, first.get(bounds.get(key, "")), fmt) for key, _, fmt in columns)])
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [headers, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -258,7 +269,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     else:
         cluster, spec_tenancy = load_spec(args.cluster)
     trace = load_trace(trace_path, fmt)  # inputs first: they are cheap to check, truth and policies are not
-    tenancy, tenancy_source = declared_tenancy(args, spec_tenancy, cluster)
+    tenancy, tenancy_source = declared_tenancy(args.tenancy, args.tenancy_charge, spec_tenancy, cluster,
+                                               str(args.cluster or 'embedded default'))
     if tenancy is not None:  # the jobs that will run: materialize keeps the trace's order
         check_queues(trace.jobs[: args.max_jobs], tenancy, str(trace_path), tenancy_source)
     load_all("horus.traces")

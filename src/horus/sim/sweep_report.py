@@ -32,6 +32,11 @@ SWEEP_COLUMNS: tuple[tuple[str, str, float, str, str], ...] = (
     ("oom_failures", "OOM starts", 1, "{:.0f}", "low"),
     ("oom_restarts", "OOM restarts", 1, "{:.1f}", "low"),
     ("gpu_h_per_job", "GPU-h per job", 1, "{:.2f}", "low"),
+    # cells run under a tenancy (horus.sim.queues.tenancy_summary); absent from tenancy-free sweeps
+    ("jain_index", "Jain's index", 1, "{:.3f}", "high"),
+    ("min_guarantee_attainment", "worst attainment (%)", 100, "{:.1f}", "high"),
+    ("quota_violation_s", "quota violations (s)", 1, "{:.0f}", "low"),
+    ("reclaim_preemptions", "reclaims", 1, "{:.0f}", ""),
 )
 Groups = dict[str, dict[str, dict[str, Any]]]  # group label -> policy -> row (means, "<key>_std", "seeds")
 
@@ -58,7 +63,8 @@ def group_rows(rows: Sequence[Mapping[str, Any]]) -> Groups:
             label = f"{row['truth']} truth, interference x{row.get('scale', 1.0)}, {workload}"
         else:
             label = (f"{_name(str(row.get('trace', 'default')), 'default workload')} on "
-                     f"{_name(str(row.get('cluster', 'default')), 'default cluster')}")
+                     f"{_name(str(row.get('cluster', 'default')), 'default cluster')}"
+                     + (f", tenancy {Path(str(row['tenancy_source'])).name}" if row.get("tenancy_source") else ""))
         groups.setdefault(label, {})[str(row["policy"])] = dict(row)
     return groups
 

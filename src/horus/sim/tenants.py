@@ -8,7 +8,6 @@ Default: ``spec`` when the cluster spec has a section, else ``off``.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,34 +72,43 @@ def tenancy_from_trace(jobs: Sequence[JobSpec], cluster: Cluster, truth: TruthMo
     return tenancy
 
 
-def declared_tenancy(args: argparse.Namespace, spec_tenancy: Tenancy | None,
-                     cluster: Cluster) -> tuple[Tenancy | None, str]:
-    """(the tenancy ``--tenancy`` / ``--tenancy-charge`` declare, its source in words), read before the jobs are
-    built; None for ``off`` and for ``trace`` (``tenancy_from_trace`` builds that one from the jobs).
-    HorusInputError when the asked-for source has none or the options contradict each other."""
+def declared_tenancy(choice: str | Path | None, charge: str | None, spec_tenancy: Tenancy | None,
+                     cluster: Cluster, cluster_name: str, *, warn: bool = True) -> tuple[Tenancy | None, str]:
+    """(the tenancy ``--tenancy CHOICE`` / ``--tenancy-charge CHARGE`` declare for ``cluster``, its source in words),
+    read before the jobs are built; None for ``off`` and for ``trace`` (``tenancy_from_trace`` builds that one from
+    the jobs). ``choice`` None: ``spec`` when the cluster spec has a section (``spec_tenancy``), else ``off``.
+    HorusInputError when the asked-for source has none or the options contradict each other; ``warn``: say on
+    stderr that a charge with nothing to charge does nothing."""
     from horus.clusterspec import load_tenancy
 
-    source = args.tenancy if args.tenancy is not None else ("spec" if spec_tenancy is not None else "off")
+    source = choice if choice is not None else ("spec" if spec_tenancy is not None else "off")
     tenancy: Tenancy | None = None
     if source == "spec":
         if spec_tenancy is None:
-            raise HorusInputError("--tenancy", f"spec: the cluster spec ({args.cluster or 'embedded default'}) has no "
-                                               "tenancy section (docs/tenancy.md)")
+            raise HorusInputError("--tenancy", f"spec: the cluster spec ({cluster_name}) has no tenancy section "
+                                               "(docs/tenancy.md)")
         tenancy = spec_tenancy
     elif isinstance(source, Path):
         tenancy = load_tenancy(source, cluster)
         if tenancy is None:
             raise HorusInputError(str(source), "no tenancy section (expected a top-level 'tenancy:' mapping, "
                                                "docs/tenancy.md)")
-    if args.tenancy_charge is not None:
-        if args.tenancy == "off":
+    if charge is not None:
+        if choice == "off":
             raise HorusInputError("--tenancy-charge", "applies to a tenancy, and --tenancy is off")
-        if source == "off":  # nothing asked for a tenancy: say the option does nothing, as a warning
-            print("horus: warning: --tenancy-charge has no effect: the cluster spec has no tenancy section (give "
-                  "--tenancy trace or --tenancy FILE)", file=sys.stderr)
+        if source == "off" and warn:  # nothing asked for a tenancy: say the option does nothing, as a warning
+            print(f"horus: warning: --tenancy-charge has no effect: the cluster spec ({cluster_name}) has no tenancy "
+                  "section (give --tenancy trace or --tenancy FILE)", file=sys.stderr)
         if tenancy is not None:
-            tenancy = replace(tenancy, charge=args.tenancy_charge)
+            tenancy = replace(tenancy, charge=charge)
     return tenancy, str(source)
+
+
+def check_trace_priorities(jobs: Sequence[_Named], source: str) -> None:
+    """``--tenancy trace`` before the jobs are built: every queue the trace names will exist, but the derived
+    tenancy has only the default priority class; the first job naming another fails as ``check_queues`` would."""
+    names = {job.queue or DEFAULT_QUEUE: 1.0 for job in jobs} or {DEFAULT_QUEUE: 1.0}
+    check_queues(jobs, from_demand(names, len(names)), source, "trace")
 
 
 class _Named(Protocol):
