@@ -19,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sweep", help="simulate a grid of policy x trace x seed x cluster over a Ray cluster, one comparison table",
         description="Run one simulation per (policy, trace, seed, cluster) as a Ray task and gather one table "
-        "(per cell, and mean +- std over seeds). Needs the ray extra; --no-ray runs the cells here, one by one.")
+        "(per cell, and mean +- std over seeds). A cell runs under its cluster spec's tenancy section, if any, as "
+        "horus simulate (--tenancy). Needs the ray extra; --no-ray runs the cells here, one by one.")
     p.add_argument("--policy", action="append", dest="policies", metavar="NAME",
                    help="policy (repeatable; default: every registered policy)")
     p.add_argument("--trace", action="append", dest="traces", metavar="PATH", type=path_arg,
