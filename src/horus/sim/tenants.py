@@ -3,7 +3,8 @@
 Sources (docs/tenancy.md): ``off``; ``spec`` (the cluster spec's ``tenancy:`` section); ``trace`` (queues derived
 from the trace's queue column by ``horus.tenancy.from_demand``: each queue guaranteed its share of the trace's
 GPU-time demand, jobs without a queue in a queue named ``default``); or a YAML file with a ``tenancy:`` section.
-Default: ``spec`` when the cluster spec has a section, else ``off``.
+Default: ``spec`` when the cluster spec has a section, else ``off``. ``horus sweep --tenancy`` chooses each
+cell's tenancy with the same functions (``horus.ray.sweep``).
 """
 
 from __future__ import annotations
