@@ -517,18 +517,24 @@ class AdaptiveHorusPolicy(Policy):
             cost = np.where(feasible, -gain_per_gpu, np.inf)
         else:
             cost = np.where(feasible, 1.0 - gain_per_gpu, np.inf)
+        # up to the wait test below, what is decided depends on the job only through its kind: a kind refused
+        # here is refused for every job of it on this planned load (``plan.no_gain``, emptied by the next start)
         found_gpus = select_gpus(cost, k, idx)
         if found_gpus is None:
+            plan.no_gain.add(kind)
             return None
         gpus = found_gpus[0]
         chosen = np.array(gpus)
         if not shared_ok[chosen].any():
+            plan.no_gain.add(kind)
             return None  # all idle: exclusive placement would have taken them
         if k > 1 and self.gangs == "observed" and not known[chosen[shared_ok[chosen]]].all():
+            plan.no_gain.add(kind)
             return None  # a gang shares only where the sets it joins were seen to pay
         x_job = float(own[chosen].min())
         gain = k * x_job - float(drop[chosen].sum())
         if gain - self.kappa * float(sigma[chosen].max()) < k * self.margin:
+            plan.no_gain.add(kind)
             return None
         loss = max(0.0, k - gain)
         overlap = min(self._queued_left_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
