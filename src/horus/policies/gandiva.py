@@ -114,6 +114,12 @@ class GandivaPolicy(Policy):
         self.tracker: ObservedThroughput | None = None
         self._predictor: object = None
         self.packed = 0  # packing starts
+        # who holds each GPU, kept across calls and brought up to date from ``state.gpu_changes`` (GPUs whose
+        # residents came or went); each call plans on its own copy (``_residents``)
+        self._held_state: SchedulerState | None = None
+        self._held_changes: np.ndarray | None = None
+        self._held_types: dict[int, list[str]] = {}
+        self._held_no_pack: set[int] = set()
         self.unpacked = 0
         self.migrated = 0
 
@@ -142,14 +148,28 @@ class GandivaPolicy(Policy):
         return cycle.actions
 
     def _residents(self, state: SchedulerState) -> _Residents:
-        res = _Residents()
-        for g in np.flatnonzero(state.load.n_residents > 0).tolist():
+        """This call's copy of who holds each GPU: the packable residents' types, or the GPU in ``no_pack``
+        (kept across calls; only GPUs whose residents changed since the last call are read again)."""
+        changes = state.gpu_changes
+        known = self._held_changes
+        if state is not self._held_state or known is None or len(known) != len(changes):
+            self._held_state, self._held_types, self._held_no_pack = state, {}, set()
+            gpus = np.flatnonzero(state.load.n_residents > 0).tolist()
+        else:
+            gpus = np.flatnonzero(changes != known).tolist()
+        self._held_changes = changes.copy()
+        types, no_pack, busy = self._held_types, self._held_no_pack, state.load.n_residents
+        for g in gpus:
+            types.pop(g, None)
+            no_pack.discard(g)
+            if busy[g] <= 0:
+                continue
             specs = [state.running[j].spec for j in state.residents[g]]
             if all(_packable(s) for s in specs):
-                res.types[g] = [s.job_type for s in specs]
+                types[g] = [s.job_type for s in specs]
             else:
-                res.no_pack.add(g)
-        return res
+                no_pack.add(g)
+        return _Residents({g: list(held) for g, held in types.items()}, set(no_pack))
 
     def _changed(self, spec: JobSpec, gpus: tuple[int, ...], sign: int, cycle: Cycle, res: _Residents) -> None:
         """Keep who holds each GPU, and the exclusive placement's summary, in step with the planned load."""
