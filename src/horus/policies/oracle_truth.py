@@ -323,15 +323,21 @@ def list_schedule(free: list[float], jobs: list[QueuedJob], durations: list[floa
     heap = list(free)
     heapq.heapify(heap)
     starts = []
+    pop, push, replace = heapq.heappop, heapq.heappush, heapq.heapreplace
     for n, (job, duration) in enumerate(zip(jobs, durations)):
         if n == skip:
             starts.append(math.inf)
             continue
         k = min(job.spec.num_gpus, len(heap))
-        start = max(heapq.heappop(heap) for _ in range(k))
+        if k == 1:  # the GPU that frees first takes it (a pop and a push as one)
+            start = heap[0]
+            replace(heap, start + duration)
+            starts.append(start)
+            continue
+        start = max([pop(heap) for _ in range(k)])
         starts.append(start)
         for _ in range(k):
-            heapq.heappush(heap, start + duration)
+            push(heap, start + duration)
     return starts
 
 
