@@ -252,3 +252,17 @@ def test_predict_accepts_gavel_keys_and_presets(trained: Path) -> None:
                             "resnet50/b64"])
         assert rc == 0, err
         assert len(out.strip().splitlines()) == 2
+
+
+@pytest.mark.parametrize(("model", "size", "needle"), [("gpt2", 4096, "has 1024 positions"),
+                                                        ("resnet50", 16, "at least 32 pixels")])
+@pytest.mark.parametrize("command", [SIM, SWEEP])
+def test_a_trace_size_its_model_cannot_take_is_refused_before_any_run(tmp_path: Path, command: list[str], model: str,
+                                                                     size: int, needle: str) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration_s,model,batch_size,input_size\n"
+                     f"ok,0,1,600,{model},8,\nbad,10,1,600,{model},8,{size}\n")
+    out = tmp_path / "out"
+    rc, _, err = run([*command, "--trace", str(trace), "--out", str(out)])
+    assert_clear(rc, err, str(trace), "line 3", "job 'bad'", needle)
+    assert not out.exists()

@@ -165,6 +165,7 @@ def load_inputs(cells: Sequence[Cell], settings: SweepSettings) -> None:
 
     from horus.errors import HorusInputError
     from horus.plugins import load_all
+    from horus.sim.commands import check_trace_sizes
     from horus.sim.tenants import DEFAULT_QUEUE, check_queues, check_trace_priorities
     from horus.sim.world import build_predictor, build_truth
     from horus.traces import load_trace
@@ -175,6 +176,8 @@ def load_inputs(cells: Sequence[Cell], settings: SweepSettings) -> None:
         raise HorusInputError("--format", f"unknown trace format {settings.fmt!r}; known: {', '.join(TRACE_LOADERS)}")
     traces = {name: load_trace(_resolve(name, "default_trace.csv"), settings.fmt if name != DEFAULT else "horus")
               for name in dict.fromkeys(cell.trace for cell in cells)}
+    for name, trace in traces.items():  # input sizes the jobs' models cannot take
+        check_trace_sizes(trace.jobs[: settings.max_jobs], str(_resolve(name, "default_trace.csv")))
     clusters = {name: _cluster(name) for name in dict.fromkeys(cell.cluster for cell in cells)}
     tenancies = {name: _declared(name, cluster, spec_tenancy, settings, warn=True)
                  for name, (cluster, spec_tenancy) in clusters.items()}

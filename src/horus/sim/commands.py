@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from horus.sim import options as opt
 from horus.sim.tenants import tenancy_arg
 from horus.sim.world import MEMORY_TRUTHS, build_predictor, build_truth, check_world_options, embedded, memory_truth_for
 from horus.tenancy import CHARGE_RULES
 from horus.validation import NumberArg, check_input_path, check_output_path, path_arg
+
+if TYPE_CHECKING:
+    from horus.traces.base import RawJob
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (summary key, column header, format)
@@ -245,6 +248,23 @@ def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str
     return rejected, first
 
 
+def check_trace_sizes(jobs: Iterable[RawJob], source: str) -> None:
+    """One line naming the trace and the line of the first job whose ``input_size`` its zoo model cannot take
+    (below an image model's smallest, above a transformer's position table: ``horus.graph.input_sizes``), before any
+    simulation starts."""
+    from horus.errors import HorusInputError
+    from horus.graph.input_sizes import check_input_size
+
+    for job in jobs:
+        if job.input_size is None or not job.model:
+            continue
+        try:
+            check_input_size(job.model, job.input_size, "input_size")
+        except HorusInputError as exc:
+            where = f"line {job.line}, " if job.line is not None else ""
+            raise HorusInputError(source, f"{where}job {job.job_id!r}: input_size: {exc.message}") from None
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     from horus.clusterspec import load_spec
     from horus.errors import HorusInputError
@@ -269,6 +289,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     else:
         cluster, spec_tenancy = load_spec(args.cluster)
     trace = load_trace(trace_path, fmt)  # inputs first: they are cheap to check, truth and policies are not
+    check_trace_sizes(trace.jobs[: args.max_jobs], str(trace_path))
     tenancy, tenancy_source = declared_tenancy(args.tenancy, args.tenancy_charge, spec_tenancy, cluster,
                                                str(args.cluster or 'embedded default'))
     if tenancy is not None:  # the jobs that will run: materialize keeps the trace's order
