@@ -165,9 +165,8 @@ def load_inputs(cells: Sequence[Cell], settings: SweepSettings) -> None:
 
     from horus.errors import HorusInputError
     from horus.plugins import load_all
-    from horus.sim.commands import check_trace_sizes
     from horus.sim.tenants import DEFAULT_QUEUE, check_queues, check_trace_priorities
-    from horus.sim.world import build_predictor, build_truth
+    from horus.sim.world import build_predictor, build_truth, check_trace_sizes
     from horus.traces import load_trace
     from horus.traces.base import TRACE_LOADERS
 

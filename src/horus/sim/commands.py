@@ -5,19 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from horus.sim import options as opt
 from horus.sim.tenants import tenancy_arg
-from horus.sim.world import MEMORY_TRUTHS, build_predictor, build_truth, check_world_options, embedded, memory_truth_for
+from horus.sim.world import (
+    MEMORY_TRUTHS,
+    build_predictor,
+    build_truth,
+    check_trace_sizes,
+    check_world_options,
+    embedded,
+    memory_truth_for,
+)
 from horus.tenancy import CHARGE_RULES
 from horus.validation import NumberArg, check_input_path, check_output_path, path_arg
-
-if TYPE_CHECKING:
-    from horus.traces.base import RawJob
 
 SUMMARY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     # (summary key, column header, format)
@@ -246,23 +251,6 @@ def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str
     if jobs and rejected == len(jobs):
         raise HorusInputError(source, f"every job is larger than the cluster can hold (first: {first})")
     return rejected, first
-
-
-def check_trace_sizes(jobs: Iterable[RawJob], source: str) -> None:
-    """One line naming the trace and the line of the first job whose ``input_size`` its zoo model cannot take
-    (below an image model's smallest, above a transformer's position table: ``horus.graph.input_sizes``), before any
-    simulation starts."""
-    from horus.errors import HorusInputError
-    from horus.graph.input_sizes import check_input_size
-
-    for job in jobs:
-        if job.input_size is None or not job.model:
-            continue
-        try:
-            check_input_size(job.model, job.input_size, "input_size")
-        except HorusInputError as exc:
-            where = f"line {job.line}, " if job.line is not None else ""
-            raise HorusInputError(source, f"{where}job {job.job_id!r}: input_size: {exc.message}") from None
 
 
 def run_simulate(args: argparse.Namespace) -> int:

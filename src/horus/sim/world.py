@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from horus.traces.base import RawJob
 
 MEMORY_TRUTHS = ("formula", "deviated")  # the truth's own memory; off it by the measured deviation (docs/truth.md)
 
@@ -98,3 +102,20 @@ def build_predictor(name: str, directory: Path | None) -> Any:
     if name not in PREDICTORS:
         raise HorusInputError("--predictor", f"unknown predictor {name!r}; known: {', '.join(PREDICTORS.names())}")
     return PREDICTORS.create(name, path=directory) if directory is not None else PREDICTORS.create(name)
+
+
+def check_trace_sizes(jobs: Iterable[RawJob], source: str) -> None:
+    """One line naming the trace and the line of the first job whose ``input_size`` its zoo model cannot take
+    (below an image model's smallest, above a transformer's position table: ``horus.graph.input_sizes``), before any
+    simulation starts."""
+    from horus.errors import HorusInputError
+    from horus.graph.input_sizes import check_input_size
+
+    for job in jobs:
+        if job.input_size is None or not job.model:
+            continue
+        try:
+            check_input_size(job.model, job.input_size, "input_size")
+        except HorusInputError as exc:
+            where = f"line {job.line}, " if job.line is not None else ""
+            raise HorusInputError(source, f"{where}job {job.job_id!r}: input_size: {exc.message}") from None
