@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from horus.interference.observed import ObservedThroughput, SetEstimate
-from horus.jobs import JobSpec
 from horus.interference.slowdown import estimator_for
+from horus.jobs import JobSpec
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.orders.sjf import SjfOrder, predicted_remaining_s
