@@ -137,8 +137,10 @@ class ObservedThroughput:
         self._read: dict[int, dict[str, float]] = {}  # GPU -> its residents' report times at its latest reading
         self._seen: dict[str, float] = {}  # job id -> its latest report time seen
         self._reported = False  # some job's telemetry came in reports (then new reports are looked for)
-        self._since: dict[str, float] = {}
-        self._alone: dict[str, bool] = {}
+        # per job (checked to be the same running job): when the residents of a GPU it holds last changed, and
+        # whether it is alone on all its GPUs; kept across calls, dropped for the residents of GPUs that changed
+        self._since: dict[str, tuple[RunView, float]] = {}
+        self._alone: dict[str, tuple[RunView, bool]] = {}
         self.samples = 0
         # answers of ``estimate`` kept until a sample changes what they read: a sample of a set on a GPU type
         # moves that set's mean and its member types' residuals there, so it drops every cached answer on that GPU
@@ -160,20 +162,27 @@ class ObservedThroughput:
             moved = changed if fresh else np.flatnonzero(changes != self._changes)
             if state is not self._state:  # another cluster (the live service rebuilt it): old indices mean nothing
                 self._pending, self._read, self._seen = set(), {}, {}
+                self._since, self._alone = {}, {}
             self._state, self._last_scan = state, state.now
         else:
             changed = moved = np.flatnonzero(changes != self._changes)
         self._changes = changes.copy()
+        since, alone, residents = self._since, self._alone, state.residents
         for g in moved.tolist():
             self._changed_at[g] = state.now
+            for j in residents[g]:  # what ``_since_job`` and ``_alone_job`` read of its jobs changed
+                since.pop(j, None)
+                alone.pop(j, None)
+        if len(since) + len(alone) > 4 * len(state.running) + 1024:  # jobs that left
+            self._since = {j: v for j, v in since.items() if state.running.get(j) is v[0]}
+            self._alone = {j: v for j, v in alone.items() if state.running.get(j) is v[0]}
         gpus = set(changed.tolist()) | self._pending
         if self._reported:
             gpus |= self._new_reports(state)
         gpus = {g for g in gpus if g < len(changes)}
         self._pending = set()
-        self._since, self._alone = {}, {}  # per job, this call: see ``_fresh_reading`` and ``_observe_gpu``
         gangs: dict[str, list[int]] = {}  # a gang alone on GPUs to read: its GPUs, read together (``_observe_gang``)
-        running, residents = state.running, state.residents
+        running = state.running
         for g in gpus:
             on_g = residents[g]
             if len(on_g) == 1 and running[on_g[0]].spec.num_gpus > 1:
@@ -227,10 +236,7 @@ class ObservedThroughput:
         reported = at is not None
         gpu_type = state.cluster.gpus[g].gpu_type
         if run.spec.num_gpus > 1:
-            alone = self._alone.get(job_id)
-            if alone is None:
-                alone = self._alone[job_id] = all(len(state.residents[h]) == 1 for h in run.gpus)
-            if alone:  # a gang alone on all its GPUs
+            if self._alone_job(run, state):  # a gang alone on all its GPUs
                 self._own_solo((job_id, gpu_type.name), rate, reported)
             return True
         self._own_solo((job_id, gpu_type.name), rate, reported)
@@ -272,10 +278,7 @@ class ObservedThroughput:
                 new[name] = new.get(name, 0) + 1
         if not new:
             return
-        alone = self._alone.get(job_id)
-        if alone is None:
-            alone = self._alone[job_id] = all(len(state.residents[h]) == 1 for h in run.gpus)
-        if not alone:
+        if not self._alone_job(run, state):
             return
         for name, times in new.items():  # a gang alone on all its GPUs: ``_own_solo`` once per GPU read anew
             key = (job_id, name)
@@ -289,12 +292,20 @@ class ObservedThroughput:
             self.job_solo[key], self._job_solo_n[key] = mean, n
 
     def _since_job(self, run: RunView) -> float:
-        """When the residents of a GPU ``run`` holds last changed (once per job and call: a gang holds many)."""
+        """When the residents of a GPU ``run`` holds last changed (kept per job until one of its GPUs changes: a
+        gang holds many)."""
         found = self._since.get(run.spec.job_id)
-        if found is None:
+        if found is None or found[0] is not run:
             changed_at = self._changed_at
-            found = self._since[run.spec.job_id] = max(changed_at.get(h, -math.inf) for h in run.gpus)
-        return found
+            found = self._since[run.spec.job_id] = (run, max(changed_at.get(h, -math.inf) for h in run.gpus))
+        return found[1]
+
+    def _alone_job(self, run: RunView, state: TelemetryView) -> bool:
+        """Whether ``run`` is the only resident of every GPU it holds (kept as ``_since_job``)."""
+        found = self._alone.get(run.spec.job_id)
+        if found is None or found[0] is not run:
+            found = self._alone[run.spec.job_id] = (run, all(len(state.residents[h]) == 1 for h in run.gpus))
+        return found[1]
 
     def _own_solo(self, key: tuple[str, str], rate: float, reported: bool) -> None:
         """A job's own solo rate: its latest (continuous telemetry) or the mean of its reports."""
@@ -323,10 +334,7 @@ class ObservedThroughput:
                 return fresh
         if any(r.spec.num_gpus > 1 for r in runs):
             run = runs[0]
-            alone = self._alone.get(run.spec.job_id) if len(runs) == 1 else False
-            if alone is None:
-                alone = self._alone[run.spec.job_id] = all(len(state.residents[h]) == 1 for h in run.gpus)
-            if alone:  # a gang alone on all its GPUs
+            if len(runs) == 1 and self._alone_job(run, state):  # a gang alone on all its GPUs
                 self._own_solo((run.spec.job_id, state.cluster.gpus[g].gpu_type.name), run.observed_rate, reported)
             return True
         gpu_type = state.cluster.gpus[g].gpu_type
