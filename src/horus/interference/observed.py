@@ -177,8 +177,9 @@ class ObservedThroughput:
             self._since = {j: v for j, v in since.items() if state.running.get(j) is v[0]}
             self._alone = {j: v for j, v in alone.items() if state.running.get(j) is v[0]}
         gpus = set(changed.tolist()) | self._pending
+        alone_gangs: list[RunView] = []  # gangs that reported anew and hold their GPUs alone: read whole, below
         if self._reported:
-            gpus |= self._new_reports(state)
+            gpus |= self._new_reports(state, alone_gangs)
         gpus = {g for g in gpus if g < len(changes)}
         self._pending = set()
         gangs: dict[str, list[int]] = {}  # a gang alone on GPUs to read: its GPUs, read together (``_observe_gang``)
@@ -189,17 +190,28 @@ class ObservedThroughput:
                 gangs.setdefault(on_g[0], []).append(g)
             elif not self._observe_gpu(g, state):
                 self._pending.add(g)
+        for run in alone_gangs:  # every GPU of it, once (some may have come through the GPUs above)
+            listed = gangs.get(run.spec.job_id)
+            if listed is None:
+                gangs[run.spec.job_id] = list(run.gpus)
+            else:
+                known = set(listed)
+                listed.extend(h for h in run.gpus if h not in known)
         for job_id, gang_gpus in gangs.items():
             self._observe_gang(running[job_id], gang_gpus, state)
 
-    def _new_reports(self, state: TelemetryView) -> set[int]:
-        """GPUs of running jobs that reported since the last call (reported telemetry only)."""
+    def _new_reports(self, state: TelemetryView, alone_gangs: list[RunView]) -> set[int]:
+        """GPUs of running jobs that reported since the last call (reported telemetry only); a gang that holds all
+        its GPUs alone goes to ``alone_gangs`` instead of its GPUs (``observe`` reads it whole)."""
         seen, out = self._seen, set()
         for job_id, run in state.running.items():
             at = getattr(run, "reported_at", None)
             if at is not None and seen.get(job_id) != at:
                 seen[job_id] = at
-                out.update(run.gpus)
+                if len(run.gpus) > 1 and self._alone_job(run, state):
+                    alone_gangs.append(run)
+                else:
+                    out.update(run.gpus)
         if len(seen) > 2 * len(state.running) + 1024:  # jobs that left
             self._seen = {j: at for j, at in seen.items() if j in state.running}
         return out
