@@ -51,7 +51,6 @@ import numpy as np
 
 from horus.interference.observed import ObservedThroughput, SetEstimate
 from horus.interference.slowdown import estimator_for
-from horus.jobs import JobSpec
 from horus.plugins import load_all
 from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.orders.sjf import SjfOrder, predicted_remaining_s
@@ -206,16 +205,13 @@ class AdaptiveHorusPolicy(Policy):
         self.name = name or ("horus" if order == "sjf" else f"horus-{order}")
         self.tracker: ObservedThroughput | None = None
         self._predictor: object = None
-        # what a joining job meets on each GPU, interned (``parts/gpu_signatures.py``), and ``_join``'s answers
-        # for signatures without gang residents: they depend only on the job type and the tracker's two set
-        # estimates, so an answer is reused while the tracker returns the same estimate objects
+        # what a joining job meets on each GPU, interned (``parts/gpu_signatures.py``), and ``_join``'s answers:
+        # they depend only on the job type, the tracker's two set estimates and, where a gang resides, its
+        # residents' rates. (job type, signature id) -> (clock, tracker generation, gang pattern, answer); valid
+        # while no estimate naming one of the types changed since that call (``_type_clock``), the tracker kept its
+        # answers (``generation``) and the gang pattern is the same
         self._sigs = GpuSignatures()
-        self._joins: dict[tuple[str, int], tuple[SetEstimate, SetEstimate, tuple[tuple[int, float], ...],
-                                                 tuple[float, float, float, bool]]] = {}
-        self._joins_table: list[tuple] | None = None  # the signature table the cached answers refer to
-        # the same answers without asking the tracker: (job type, signature id) -> (clock, tracker generation, gang
-        # pattern, answer); valid while no estimate naming one of the types changed since that call
-        # (``_type_clock``), the tracker kept its answers (``generation``) and gang residents' rates are the same
+        self._joins_table: list[tuple] | None = None  # the signature table the kept answers refer to
         self._settled: dict[tuple[str, int], tuple[int, int, tuple[tuple[int, float], ...],
                                                    tuple[float, float, float, bool]]] = {}
         # "no GPU pays" remembered across calls: (job type, GPUs, request) -> (clock, GPUs dirty in that call). A
@@ -263,7 +259,7 @@ class AdaptiveHorusPolicy(Policy):
                                               prior_sigma=self.prior_sigma)
             self._predictor = state.predictor
             self.tracker.learned = []
-            self._joins, self._no_pay, self._kind_arrays, self._settled = {}, {}, {}, {}
+            self._no_pay, self._kind_arrays, self._settled = {}, {}, {}
         self.tracker.observe(state)
         if self.history is not None:
             self.history.observe(state)
@@ -559,36 +555,12 @@ class AdaptiveHorusPolicy(Policy):
     def _may_pay(self, job: QueuedJob, gpus: list[int], load: GPULoad, state: SchedulerState, sig_ids: np.ndarray,
                  snap: _Snapshot, plan: _Plan) -> bool:
         """Whether one of ``gpus`` passes ``_colocation``'s sharing and gain screens for ``job``: its test on the
-        GPUs a remembered "no GPU pays" leaves open, without the arrays over the whole cluster."""
-        if not len(gpus):
+        GPUs a remembered "no GPU pays" leaves open (usually a few), GPU by GPU on the same float64 values, each
+        signature joined once, without the arrays over the whole cluster."""
+        if not gpus:
             return False
         spec = job.spec
         mem = job_mem_per_gpu(spec, state, self.idx)
-        if len(gpus) <= 64:  # the usual few GPUs: the same screen, GPU by GPU, without index arrays
-            return self._may_pay_few(spec, gpus, mem, load, state, sig_ids, snap, plan)
-        gpus = np.array(gpus, dtype=np.int64)
-        n_res = load.n_residents[gpus]
-        ok = ((n_res >= 1) & (n_res < self.max_residents)
-              & (load.pred_mem_mib[gpus] + (mem[gpus] if isinstance(mem, np.ndarray) else mem)
-                 <= (1.0 - self.mem_margin) * state.mem_capacity_mib[gpus]))
-        if self.oom_types:
-            ok &= ~self._oom_hosts(state)[gpus]
-        allowed = self.idx.allowed(spec)
-        if allowed is not None:
-            ok &= allowed[gpus]
-        candidates = gpus[ok]
-        if not len(candidates):
-            return False
-        uniq, first = np.unique(sig_ids[candidates], return_index=True)
-        for sig_id, i in zip(uniq.tolist(), first.tolist()):
-            own, drop, sigma, _ = self._join_cached(spec.job_type, sig_id, int(candidates[i]), state, snap, plan)
-            if (own - drop) - self.kappa * sigma >= self.margin:
-                return True
-        return False
-
-    def _may_pay_few(self, spec: JobSpec, gpus: list[int], mem: np.ndarray | float, load: GPULoad,
-                     state: SchedulerState, sig_ids: np.ndarray, snap: _Snapshot, plan: _Plan) -> bool:
-        """``_may_pay`` on a short list of GPUs (the same comparisons on the same float64 values)."""
         n_res, pred_mem, capacity = load.n_residents, load.pred_mem_mib, state.mem_capacity_mib
         spare, most = 1.0 - self.mem_margin, self.max_residents
         per_gpu = isinstance(mem, np.ndarray)
@@ -622,8 +594,7 @@ class AdaptiveHorusPolicy(Policy):
         self._touched_since, self._touched_lists = {}, {}
         if changed is None or self._joins_table is not sigs.sigs or len(self._touched) != n:
             # ids were re-issued (a new state or an overgrown table): cached answers name old signatures
-            self._joins, self._joins_table, self._no_pay, self._kind_arrays = {}, sigs.sigs, {}, {}
-            self._settled = {}
+            self._joins_table, self._no_pay, self._kind_arrays, self._settled = sigs.sigs, {}, {}, {}
             self._touched = np.zeros(n, dtype=np.int64)
         else:
             touched = set(changed)
@@ -649,11 +620,10 @@ class AdaptiveHorusPolicy(Policy):
     def _join_cached(self, job_type: str, sig_id: int, g: int, state: SchedulerState, snap: _Snapshot,
                      plan: _Plan) -> tuple[float, float, float, bool]:
         """``_join`` for one signature (``g`` is a GPU that has it). The answer is a function of the tracker's
-        estimates of the set before and after (reused while the tracker returns the same objects) and, where a
-        gang resides, of each resident's GPU count and current throughput (the same on every GPU of the
-        signature: it places gangs by position). Answers are kept across calls (``_settled``) and returned without
-        asking the tracker while no sample named one of the set's types since (the tracker would return the same
-        objects then)."""
+        estimates of the set before and after and, where a gang resides, of each resident's GPU count and current
+        throughput (the same on every GPU of the signature: it places gangs by position). Answers are kept across
+        calls (``_settled``) and returned without asking the tracker while no sample named one of the set's types
+        since (the tracker would return the same estimate objects then)."""
         assert self.tracker is not None
         sig = self._sigs.sigs[sig_id]
         key = (job_type, sig_id)
@@ -677,14 +647,7 @@ class AdaptiveHorusPolicy(Policy):
         types = [*sig[1], *sig[3]]
         before = self.tracker.estimate(types, gpu_type)
         after = self.tracker.estimate([*types, job_type], gpu_type)
-        cached = self._joins.get(key)
-        if cached is not None and cached[0] is before and cached[1] is after and cached[2] == pattern:
-            found = cached[3]
-        else:
-            if len(self._joins) > 65536:
-                self._joins.clear()
-            found = self._join(before, after, pattern)
-            self._joins[key] = (before, after, pattern, found)
+        found = self._join(before, after, pattern)
         if len(self._settled) > 65536:
             self._settled.clear()
         self._settled[key] = (self._clock, generation, pattern, found)
