@@ -288,20 +288,10 @@ class ObservedThroughput:
                 read[g] = stamp
                 name = cluster_gpus[g].gpu_type.name
                 new[name] = new.get(name, 0) + 1
-        if not new:
-            return
-        if not self._alone_job(run, state):
-            return
-        for name, times in new.items():  # a gang alone on all its GPUs: ``_own_solo`` once per GPU read anew
-            key = (job_id, name)
-            if at is None:
-                self.job_solo[key] = rate
-                continue
-            n, mean = self._job_solo_n.get(key, 0), self.job_solo.get(key, 0.0)
-            for _ in range(times):
-                mean = (mean * n + rate) / (n + 1)
-                n += 1
-            self.job_solo[key], self._job_solo_n[key] = mean, n
+        if new and self._alone_job(run, state):  # a gang alone on all its GPUs: ``_own_solo`` once per GPU read anew
+            for name, times in new.items():
+                for _ in range(times):
+                    self._own_solo((job_id, name), rate, at is not None)
 
     def _since_job(self, run: RunView) -> float:
         """When the residents of a GPU ``run`` holds last changed (kept per job until one of its GPUs changes: a
