@@ -52,6 +52,7 @@ from horus.jobs import JobSpec
 from horus.policies.base import POLICIES, Action, Policy
 from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
 from horus.policies.parts.cycle import Cycle, migrate, unpack
+from horus.policies.parts.gpu_changes import GpuChanges
 from horus.policies.parts.ordered import EPS, KeyedOrder, fifo_head, needs_empty_gpu
 from horus.policies.placements.exclusive import ExclusivePlacement
 from horus.state import GPULoad, QueuedJob, RunningJob, SchedulerState, gpu_share
@@ -116,8 +117,7 @@ class GandivaPolicy(Policy):
         self.packed = 0  # packing starts
         # who holds each GPU, kept across calls and brought up to date from ``state.gpu_changes`` (GPUs whose
         # residents came or went); each call plans on its own copy (``_residents``)
-        self._held_state: SchedulerState | None = None
-        self._held_changes: np.ndarray | None = None
+        self._held_changes = GpuChanges()
         self._held_types: dict[int, list[str]] = {}
         self._held_no_pack: set[int] = set()
         self.unpacked = 0
@@ -150,14 +150,10 @@ class GandivaPolicy(Policy):
     def _residents(self, state: SchedulerState) -> _Residents:
         """This call's copy of who holds each GPU: the packable residents' types, or the GPU in ``no_pack``
         (kept across calls; only GPUs whose residents changed since the last call are read again)."""
-        changes = state.gpu_changes
-        known = self._held_changes
-        if state is not self._held_state or known is None or len(known) != len(changes):
-            self._held_state, self._held_types, self._held_no_pack = state, {}, set()
+        gpus = self._held_changes.since_last(state)
+        if gpus is None:  # a state new to this policy: every busy GPU
+            self._held_types, self._held_no_pack = {}, set()
             gpus = np.flatnonzero(state.load.n_residents > 0).tolist()
-        else:
-            gpus = np.flatnonzero(changes != known).tolist()
-        self._held_changes = changes.copy()
         types, no_pack, busy = self._held_types, self._held_no_pack, state.load.n_residents
         for g in gpus:
             types.pop(g, None)

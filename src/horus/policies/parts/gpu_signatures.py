@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from horus.policies.parts.gpu_changes import GpuChanges
 from horus.state import SchedulerState
 
 MAX_SIGNATURES = 1 << 16  # gang ids make signatures unique per gang: start afresh past this many
@@ -25,8 +26,7 @@ class GpuSignatures:
         self._ids_of: dict[tuple, int] = {}
         self.with_type: dict[str, set[int]] = {}  # job type -> ids of the signatures naming it
         self.ids = np.zeros(0, dtype=np.int64)
-        self._state: SchedulerState | None = None
-        self._changes: np.ndarray | None = None
+        self._changes = GpuChanges()
 
     def intern(self, sig: tuple) -> int:
         found = self._ids_of.get(sig)
@@ -40,20 +40,17 @@ class GpuSignatures:
     def refresh(self, state: SchedulerState, type_of_gpu: np.ndarray) -> list[int] | None:
         """Bring ``ids`` (every GPU's signature with nothing planned on it) up to ``state``; returns the GPUs whose
         residents changed since the last refresh, or None when the table started afresh (every id is new)."""
-        changes = state.gpu_changes
-        if (state is not self._state or self._changes is None or len(self._changes) != len(changes)
-                or len(self.sigs) > MAX_SIGNATURES):
-            self.sigs, self._ids_of, self.with_type, self._state = [], {}, {}, state
-            self.ids = np.zeros(len(changes), dtype=np.int64)
-            changed: list[int] | None = None
-        else:
-            changed = np.flatnonzero(changes != self._changes).tolist()
+        n = len(state.gpu_changes)
+        changed = self._changes.since_last(state)
+        if changed is None or len(self.sigs) > MAX_SIGNATURES:
+            self.sigs, self._ids_of, self.with_type = [], {}, {}
+            self.ids = np.zeros(n, dtype=np.int64)
+            changed = None
         running, residents, ids = state.running, state.residents, self.ids
-        for g in range(len(changes)) if changed is None else changed:
+        for g in range(n) if changed is None else changed:
             runs = [running[j] for j in residents[g]]
             gangs = tuple((i, r.spec.job_id) for i, r in enumerate(runs) if r.spec.num_gpus > 1)
             ids[g] = self.intern((int(type_of_gpu[g]), tuple(r.spec.job_type for r in runs), gangs, ()))
-        self._changes = changes.copy()
         return changed
 
     def with_planned(self, sig_id: int, planned: tuple[str, ...]) -> int:
