@@ -93,6 +93,10 @@ def test_a_colocated_run_does_not_feed_solo_corrections(tmp_path: Path) -> None:
         with server.client() as http:
             longer = submit(http, "ncf", 200, gpu_fraction=0.5)  # 10 s, half the GPU
             wait_for(lambda: http.get(f"/v1/jobs/{longer}").json()["state"] == "running", what="the first job")
+            # its solo observations are stored when first seen: wait for all three before anything joins it (on a
+            # loaded machine the first report may come late, and the type would then have no source for it)
+            wait_for(lambda: set(stored(state, longer)) == set(QUANTITIES), timeout_s=30,
+                     what="the first job's solo observations")
             shared = submit(http, "a3c", 30, gpu_fraction=0.5)  # beside it on the one GPU, from start to end
             job = finished(http, shared)
             assert http.get(f"/v1/jobs/{longer}").json()["state"] == "running"

@@ -172,7 +172,7 @@ def test_queues_and_jobs_survive_kill9_and_the_store_wins_over_the_file(server: 
     server.kill9()
     server.start()
     with server.client() as admin:
-        after = wait_for(lambda: (q := queues(admin))["a"]["running_jobs"] + q["b"]["running_jobs"] == 2 and q, 20,
+        after = wait_for(lambda: (q := queues(admin))["a"]["running_jobs"] + q["b"]["running_jobs"] == 2 and q, 60,
                          what="the running jobs adopted again")
         assert list(after) == ["a", "b"]  # the changed file did not replace the store's queues
         for name in after:
@@ -186,7 +186,7 @@ def test_queues_and_jobs_survive_kill9_and_the_store_wins_over_the_file(server: 
         running = next(j for j in admin.get("/v1/jobs", params={"state": "running"}).json()["jobs"]
                        if j["queue"] == "a")
         assert admin.put("/v1/queues/a", json={"guaranteed": 0, "borrow_limit": 0}).status_code == 200
-        given = wait_for(lambda: (j := admin.get(f"/v1/jobs/{running['id']}").json())["state"] == "queued" and j, 10,
+        given = wait_for(lambda: (j := admin.get(f"/v1/jobs/{running['id']}").json())["state"] == "queued" and j, 30,
                          what="queue a gives its job back")
         assert given["events"][-1]["kind"] == "requeued:preempted" and given["events"][-1]["by"] == "tenancy"
         assert metrics(admin)[("horus_queue_reclaims_total", (("queue", "a"),))] == 1.0  # since this start
