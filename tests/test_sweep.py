@@ -217,3 +217,14 @@ def test_sweep_tenancy_errors_come_before_the_first_cell(tmp_path):
         rc, out, err = run([*base, *argv])
         assert_clear(rc, err, *needles)
         assert "sweep of" not in out and not (tmp_path / "out").exists()
+
+
+def test_an_undefined_figure_prints_as_a_dash_not_nan():
+    """A sweep's mean of a figure no seed defined (Jain's index where queues never contended) is NaN in its frame;
+    the table prints it as ``-``, as ``horus simulate`` prints a None."""
+    from horus.sim.commands import TENANCY_COLUMNS, format_table
+
+    table = format_table({"fifo-exclusive": {"jain_index": float("nan"), "min_guarantee_attainment": 1.0,
+                                             "tenancy_source": "trace"}}, TENANCY_COLUMNS)
+    row = table.splitlines()[2].split()
+    assert row[:4] == ["fifo-exclusive", "trace", "-", "100.0"] and "nan" not in row

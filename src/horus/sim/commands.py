@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -136,7 +137,7 @@ def format_table(summary: dict[str, dict[str, Any]],
     from horus.sim.report import BOUND_ROWS
 
     def cell(key: str, value: Any, fmt: str) -> str:
-        if value is None:
+        if value is None or (isinstance(value, float) and math.isnan(value)):  # undefined (a mean of nothing)
             return "-"
         if isinstance(value, str):
             return value
