@@ -328,9 +328,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     predictor = build_predictor(args.predictor, args.predictor_dir)
     sampler = SAMPLERS.create(args.sampler, seed=args.seed)
     reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
-    jobs = materialize(trace, truth, sampler, reference, seed=args.seed)
-    if args.max_jobs is not None:
-        jobs = jobs[: args.max_jobs]
+    jobs = materialize(trace, truth, sampler, reference, seed=args.seed, limit=args.max_jobs)  # the first max_jobs
     rejected, first = check_jobs_fit(jobs, cluster, str(trace_path))
     if rejected:
         print(f"horus: warning: {trace_path}: {rejected} of {len(jobs)} jobs ask for more GPUs than the cluster has "
