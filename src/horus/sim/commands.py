@@ -253,6 +253,17 @@ def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str
     return rejected, first
 
 
+def settle_heap() -> None:
+    """Collect once, then freeze what is alive (modules, the trace, the jobs: kept to the end of the process) so
+    the collector's full passes during the run no longer walk it: ~10% of a 10,000-job run's CPU seconds. Only
+    the collector's work changes, not what is computed (``gc.freeze``; anything unreachable later is still
+    collected)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     from horus.clusterspec import load_spec
     from horus.errors import HorusInputError
@@ -329,6 +340,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     sampler = SAMPLERS.create(args.sampler, seed=args.seed)
     reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
     jobs = materialize(trace, truth, sampler, reference, seed=args.seed, limit=args.max_jobs)  # the first max_jobs
+    settle_heap()
     rejected, first = check_jobs_fit(jobs, cluster, str(trace_path))
     if rejected:
         print(f"horus: warning: {trace_path}: {rejected} of {len(jobs)} jobs ask for more GPUs than the cluster has "
