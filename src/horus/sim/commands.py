@@ -256,8 +256,8 @@ def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str
 def settle_heap() -> None:
     """Collect once, then freeze what is alive (modules, the trace, the jobs: kept to the end of the process) so
     the collector's full passes during the run no longer walk it: ~10% of a 10,000-job run's CPU seconds. Only
-    the collector's work changes, not what is computed (``gc.freeze``; anything unreachable later is still
-    collected)."""
+    the collector's work changes, not what is computed (``gc.freeze``; ``run_simulate`` unfreezes at its end, so
+    a caller running it in-process, as the tests do, gets its heap back)."""
     import gc
 
     gc.collect()
@@ -265,6 +265,15 @@ def settle_heap() -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    import gc
+
+    try:
+        return _run_simulate(args)
+    finally:
+        gc.unfreeze()
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
     from horus.clusterspec import load_spec
     from horus.errors import HorusInputError
     from horus.plugins import load_all
