@@ -96,3 +96,16 @@ def test_the_generator_writes_the_columns_only_when_a_job_type_states_them(tmp_p
     plain = tmp_path / "plain.csv"
     write_trace(plain, trace_rows(jobs, ["resnet50/b64"] * 3), WorkloadSpec(num_jobs=3), {})
     assert "job_id,submit_time,num_gpus,model,batch_size,duration_s\n" in plain.read_text()
+
+
+def test_materialize_limit_is_the_slice_and_still_checks_every_row(tmp_path: Path) -> None:
+    from horus.traces.base import load_default_trace
+
+    trace = load_default_trace()
+    truth = ParametricTruth()
+    whole = materialize(trace, truth, reference_gpu=V100, seed=3)
+    assert materialize(trace, truth, reference_gpu=V100, seed=3, limit=7) == whole[:7]
+    assert materialize(trace, truth, reference_gpu=V100, seed=3, limit=10**9) == whole
+    bad = load_trace(_write(tmp_path, "a,0,1,resnet50,32,10,,,\nb,5,1,vgg16,32,10,,,\n"), "horus")
+    with pytest.raises(HorusInputError, match="line 3.*vgg16/b32"):  # a row past the limit is still checked
+        materialize(bad, ToyTruth(["resnet50/b32"]), reference_gpu=V100, seed=0, limit=1)

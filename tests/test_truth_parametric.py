@@ -91,3 +91,16 @@ def test_bad_job_type_is_rejected(truth: ParametricTruth) -> None:
 def test_describe_labels_synthetic_deviations(truth: ParametricTruth) -> None:
     d = truth.describe()
     assert d["name"] == "parametric" and "synthetic_deviations" in d
+
+
+def test_batched_colocated_throughputs_are_the_single_calls_numbers(truth: ParametricTruth) -> None:
+    from horus.truth.base import TruthModel
+    from horus.truth.memory_deviation import MemoryDeviation
+
+    jt = truth.job_types()
+    sets = [[jt[0]], [], [jt[1], jt[0]], [jt[2], jt[2], jt[5]], [jt[7], jt[3], jt[7], jt[1]], jt[:9]]
+    for model in (truth, MemoryDeviation(ParametricTruth(memory_overhead=False))):
+        for gpu in (V100, SLOW):
+            batched = model.colocated_throughputs(sets, gpu)
+            assert batched == [model.colocated_throughput(s, gpu) for s in sets]  # exactly, not approximately
+            assert batched == TruthModel.colocated_throughputs(model, sets, gpu)

@@ -62,13 +62,21 @@ def _compute(truth: TruthModel, gpu_type: GPUType, counts: Mapping[str, int], bu
         left = dict(counts)
         left[k] -= 1
         best_rate, best_combined, exact = 1.0, 1.0, True
+        sets: list[tuple[str, ...]] = []
         try:
-            for members in _sets_with(k, types, left, mem, capacity - mem[k], budget):
-                xs = [float(x) for x in truth.colocated_throughput(list(members), gpu_type)]
-                best_rate = max(best_rate, *(x for t, x in zip(members, xs) if t == k))
-                best_combined = max(best_combined, math.fsum(xs))
+            sets.extend(_sets_with(k, types, left, mem, capacity - mem[k], budget))
         except _Budget:
             exact = False
+        # one batch per job type (the truth may answer it faster than set by set), the sets in enumeration order
+        for members, values in zip(sets, truth.colocated_throughputs(sets, gpu_type)):
+            xs = [float(x) for x in values]
+            for t, x in zip(members, xs):
+                if t == k and x > best_rate:
+                    best_rate = x
+            combined = math.fsum(xs)
+            if combined > best_combined:
+                best_combined = combined
+        if not exact:
             best_combined = max(best_combined, float(_largest_set(types, left, mem, capacity - mem[k]) + 1))
         out[k] = TypeCapacity(best_rate, best_combined, exact)
     return out
@@ -78,21 +86,25 @@ def _sets_with(k: str, types: list[str], left: Mapping[str, int], mem: Mapping[s
                budget: int) -> Iterator[tuple[str, ...]]:
     """Every allowed set ``(k, *others)`` with at least one other member, others in ``types`` order."""
     seen = 0
-    stack: list[tuple[int, tuple[str, ...], float]] = [(0, (), room)]
+    mems = [mem[t] for t in types]
+    caps = [left.get(t, 0) for t in types]
+    # (first type index still allowed, members so far, free MiB, how often types[start] is among them): others are
+    # in ``types`` order, so a type can only repeat at the end of ``others``
+    stack: list[tuple[int, tuple[str, ...], float, int]] = [(0, (), room, 0)]
     while stack:
-        start, others, free = stack.pop()
+        start, others, free, run = stack.pop()
         for i in range(start, len(types)):
-            t = types[i]
-            if mem[t] > free:
+            if mems[i] > free:
                 break  # types are sorted by memory: no later one fits either
-            if others.count(t) >= left.get(t, 0):
+            count = run if i == start else 0
+            if count >= caps[i]:
                 continue
-            grown = (*others, t)
+            grown = (*others, types[i])
             seen += 1
             if seen > budget:
                 raise _Budget
             yield (k, *grown)
-            stack.append((i, grown, free - mem[t]))
+            stack.append((i, grown, free - mems[i], count + 1))
 
 
 def _largest_set(types: list[str], left: Mapping[str, int], mem: Mapping[str, float], room: float) -> int:

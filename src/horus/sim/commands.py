@@ -254,7 +254,34 @@ def check_jobs_fit(jobs: list[Any], cluster: Any, source: str) -> tuple[int, str
     return rejected, first
 
 
+def settle_heap() -> None:
+    """Freeze what is alive (modules, the trace, the jobs: kept to the end of the process) so the collector's full
+    passes during the run no longer walk it, and collect again from here on (``run_simulate`` pauses the collector
+    while the inputs are read: ~100k trace rows make no garbage cycles, only work for it). No collection first: it
+    would cost more than the little cyclic garbage of the imports it could free (kept until the command ends).
+    Together ~10% of a 10,000-job run's CPU seconds; only the collector's work changes, not what is computed."""
+    import gc
+
+    gc.freeze()
+    gc.enable()
+
+
 def run_simulate(args: argparse.Namespace) -> int:
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()  # until settle_heap, once the inputs are read
+    try:
+        return _run_simulate(args)
+    finally:  # an in-process caller (the tests) gets its heap and its collector back as they were
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
     from horus.clusterspec import load_spec
     from horus.errors import HorusInputError
     from horus.plugins import load_all
@@ -329,9 +356,8 @@ def run_simulate(args: argparse.Namespace) -> int:
     predictor = build_predictor(args.predictor, args.predictor_dir)
     sampler = SAMPLERS.create(args.sampler, seed=args.seed)
     reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
-    jobs = materialize(trace, truth, sampler, reference, seed=args.seed)
-    if args.max_jobs is not None:
-        jobs = jobs[: args.max_jobs]
+    jobs = materialize(trace, truth, sampler, reference, seed=args.seed, limit=args.max_jobs)  # the first max_jobs
+    settle_heap()
     rejected, first = check_jobs_fit(jobs, cluster, str(trace_path))
     if rejected:
         print(f"horus: warning: {trace_path}: {rejected} of {len(jobs)} jobs ask for more GPUs than the cluster has "

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
-from tqdm import tqdm
 
 from horus.cluster import Cluster, GPUType
 from horus.comm import allreduce_time_s, gradient_bytes
@@ -211,7 +210,11 @@ class _Engine:
     # ---- main loop -----------------------------------------------------------------------------
     def run(self, progress: bool) -> None:
         self._push_next_arrival()
-        bar = tqdm(total=len(self.records), unit="job", disable=not progress, desc=self.policy.name)
+        bar = None
+        if progress:  # tqdm is imported only for a bar actually shown
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(self.records), unit="job", desc=self.policy.name)
         events, state, metrics = self.events, self.state, self.metrics
         handlers = {Completion: self._on_completion, Arrival: self._on_arrival, OOMRestart: self._on_oom_restart,
                     Tick: self._on_tick}
@@ -231,10 +234,11 @@ class _Engine:
                 continue
             self._schedule(now)
             metrics.sample(now, len(state.queue) + len(state.held), len(state.running))
-            if progress and self.finished != done_before:
+            if bar is not None and self.finished != done_before:
                 bar.update(self.finished - done_before)
                 bar.set_postfix(events=self.events_processed, refresh=False)
-        bar.close()
+        if bar is not None:
+            bar.close()
 
     def _push_next_arrival(self) -> None:
         if self.next_arrival < len(self.arrivals):

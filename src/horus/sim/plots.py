@@ -1,4 +1,7 @@
-"""Comparison plots of several policies' runs (matplotlib, Agg backend: no display needed)."""
+"""Comparison plots of several policies' runs (matplotlib, Agg backend: no display needed).
+
+Figures are made with the object API (``Figure`` + ``FigureCanvasAgg``), not ``pyplot``: the same pictures without
+importing pyplot's machinery or keeping figures in its registry."""
 
 from __future__ import annotations
 
@@ -7,10 +10,10 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+matplotlib.use("Agg")  # as before: a pyplot imported later in the process (by a user) needs no display either
 import numpy as np  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from horus.sim.engine import SimResult  # noqa: E402
@@ -20,7 +23,7 @@ def _style_cycle(ax: Axes, n: int) -> None:
     """Distinct colours for up to 20 runs (tab20), dashes on every other one, so no two policies look alike."""
     from cycler import cycler
 
-    colors = plt.get_cmap("tab10" if n <= 10 else "tab20").colors
+    colors = matplotlib.colormaps["tab10" if n <= 10 else "tab20"].colors
     styles = ["-", "--"] if n > 10 else ["-"]
     count = max(n, 1)
     ax.set_prop_cycle(cycler(color=[colors[i % len(colors)] for i in range(count)])
@@ -36,10 +39,17 @@ def _origin(results: Mapping[str, SimResult]) -> float:
     return float(min(starts)) if starts else 0.0
 
 
+def _subplots(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    """``pyplot.subplots(figsize=...)`` without pyplot: one Axes on an Agg-backed Figure."""
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
+
+
 def _timeline_plot(results: Mapping[str, SimResult], column: str, ylabel: str, path: Path,
                    title: str | None = None) -> Path:
     origin = _origin(results)
-    fig, ax = plt.subplots(figsize=(9.5, 4))
+    fig, ax = _subplots((9.5, 4))
     _style_cycle(ax, len(results))
     for name, res in results.items():
         tl = res.timeline
@@ -58,7 +68,7 @@ def plot_queue_length(results: Mapping[str, SimResult], path: Path, title: str |
 
 
 def plot_jct_cdf(results: Mapping[str, SimResult], path: Path, title: str | None = None) -> Path:
-    fig, ax = plt.subplots(figsize=(7.5, 4))
+    fig, ax = _subplots((7.5, 4))
     _style_cycle(ax, len(results))
     for name, res in results.items():
         jct = np.sort(res.jobs["jct"].dropna().to_numpy())
@@ -71,14 +81,13 @@ def plot_jct_cdf(results: Mapping[str, SimResult], path: Path, title: str | None
 
 
 def _save(fig: Figure, ax: Axes, path: Path, title: str | None = None) -> Path:
-    """Title (which trace, cluster and truth), legend, grid, layout; write the PNG and free the figure."""
+    """Title (which trace, cluster and truth), legend, grid, layout; write the PNG."""
     if title:
         ax.set_title(title, fontsize=9)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)  # outside: no curve hidden
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 

@@ -32,11 +32,16 @@ def _where(trace: Trace, job: RawJob) -> str:
 
 
 def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str = DEFAULT_SAMPLER,
-                reference_gpu: GPUType | None = None, seed: int | None = None) -> list[JobSpec]:
+                reference_gpu: GPUType | None = None, seed: int | None = None,
+                limit: int | None = None) -> list[JobSpec]:
     """JobSpecs of ``trace`` in submit order.
 
     ``sampler`` is a ProfileSampler or a registered name; the draws use ``seed`` (default: the
     sampler's own seed). ``reference_gpu`` is needed when any job gives a duration.
+
+    ``limit``: only the first ``limit`` jobs' JobSpecs (``materialize(...)[:limit]``, cheaper). The draws and the
+    checks still cover the whole trace, so a job keeps its type and a trace with a job type the truth does not
+    know fails (naming that job's line) whatever the limit: the same answer as without it, sooner.
     """
     if isinstance(sampler, str):
         sampler = SAMPLERS.create(sampler, seed=0 if seed is None else seed)
@@ -49,17 +54,29 @@ def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str =
         fitting = [jt for jt in candidates if truth.solo(jt, reference_gpu).mem_mib <= reference_gpu.memory_mib]
         candidates = fitting or candidates
     drawn = dict(zip((job.job_id for job in needs_type), sampler.assign(needs_type, candidates, rng)))
+    # per distinct description, not per row (a trace has ~100k rows and a few dozen job types): the key, the
+    # truth's verdict and the solo iteration time; the same checks, in the same row order, as row by row
+    split: dict[str, tuple[str, int]] = {}
+    keys: dict[tuple[object, ...], str] = {}
     iter_time: dict[str, float] = {}
     specs: list[JobSpec] = []
-    for job in trace.jobs:
+    wanted = len(trace.jobs) if limit is None else max(0, limit)
+    for row, job in enumerate(trace.jobs):
         if job.model is None:
-            model, batch = split_job_type(drawn[job.job_id])
+            sampled = drawn[job.job_id]
+            if sampled not in split:
+                split[sampled] = split_job_type(sampled)
+            model, batch = split[sampled]
         else:
             model, batch = job.model, int(job.batch_size or 0)
-        key = job_type_key(model, batch, job.input_size, job.precision, job.optimizer)
-        if not truth.knows(key):
-            raise HorusInputError(trace.source, f"{_where(trace, job)}: job type {key!r} is unknown to truth model "
-                                                f"{truth.name!r} (known: {', '.join(sorted(known_set)) or 'none'})")
+        description = (model, batch, job.input_size, job.precision, job.optimizer)
+        key = keys.get(description)
+        if key is None:
+            key = keys[description] = job_type_key(*description)
+            if not truth.knows(key):
+                raise HorusInputError(trace.source, f"{_where(trace, job)}: job type {key!r} is unknown to truth "
+                                                    f"model {truth.name!r} (known: "
+                                                    f"{', '.join(sorted(known_set)) or 'none'})")
         if job.iterations is not None:
             iterations = job.iterations
         else:
@@ -67,7 +84,11 @@ def materialize(trace: Trace, truth: TruthModel, sampler: ProfileSampler | str =
                 raise ValueError("materialize needs reference_gpu to convert durations into iterations")
             if key not in iter_time:
                 iter_time[key] = truth.solo(key, reference_gpu).iter_time_s
+            if row >= wanted:
+                continue
             iterations = float(job.duration_s or 0.0) / iter_time[key]
+        if row >= wanted:
+            continue
         specs.append(JobSpec(job.job_id, job.submit_time, job.num_gpus, model, batch, iterations,
                              job.gpu_fraction, job.gpu_type_request, job.queue, job.priority, job.input_size,
                              job.precision, job.optimizer))

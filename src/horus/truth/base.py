@@ -35,6 +35,11 @@ class TruthModel(ABC):
         ``job_types`` lists every job on the GPU (repeats allowed); a single job gets ``[1.0]``.
         """
 
+    def colocated_throughputs(self, sets: Sequence[Sequence[str]], gpu_type: GPUType) -> list[list[float]]:
+        """``colocated_throughput`` of each of many sets on one GPU type (``horus.sim.bounds`` asks for thousands);
+        a truth may answer faster than one call per set, never with other numbers."""
+        return [list(self.colocated_throughput(members, gpu_type)) for members in sets]
+
     def job_types(self) -> list[str]:
         """Job types this truth knows (used by workload samplers); empty means 'any catalog model'."""
         return []

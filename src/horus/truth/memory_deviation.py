@@ -94,6 +94,9 @@ class MemoryDeviation(TruthModel):
     def colocated_throughput(self, job_types: Sequence[str], gpu_type: GPUType) -> list[float]:
         return self.inner.colocated_throughput(job_types, gpu_type)
 
+    def colocated_throughputs(self, sets: Sequence[Sequence[str]], gpu_type: GPUType) -> list[list[float]]:
+        return self.inner.colocated_throughputs(sets, gpu_type)
+
     def job_types(self) -> list[str]:
         return self.inner.job_types()
 

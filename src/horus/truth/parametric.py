@@ -127,6 +127,24 @@ class ParametricTruth(TruthModel):
         by_type = dict(zip(ordered, values))  # equal types get equal values
         return [by_type[t] for t in job_types]
 
+    def colocated_throughputs(self, sets: Sequence[Sequence[str]], gpu_type: GPUType) -> list[list[float]]:
+        """As ``colocated_throughput`` per set, the same numbers: a member's value depends only on its own solo
+        util and the exact (``fsum``) total, so the members' order does not matter and no sort is needed."""
+        utils: dict[str, float] = {}
+        out = []
+        for members in sets:
+            if len(members) <= 1:
+                out.append([1.0] * len(members))
+                continue
+            us = []
+            for t in members:
+                u = utils.get(t)
+                if u is None:
+                    u = utils[t] = self.solo(t, gpu_type).util
+                us.append(u)
+            out.append(normalized_throughputs(us, self.slowdown))
+        return out
+
     def job_types(self) -> list[str]:
         return list(DEFAULT_JOB_TYPES)
 

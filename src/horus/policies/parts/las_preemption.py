@@ -22,16 +22,27 @@ from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
 def las_victims(blocked: Sequence[QueuedJob], state: SchedulerState, n_residents: np.ndarray,
                 thresholds: Sequence[float], max_for: int, exclude: Collection[str] = ()) -> list[str]:
     """Ids of the running jobs to preempt, in order; ``n_residents``: the planned workers per GPU."""
+    blocked = blocked[:max_for]
+    if not blocked:
+        return []
+    # a victim's queue is strictly lower than its blocked job's: running jobs in the highest blocked job's queue
+    # or above are never looked at (each job's walk below stops at them), so they are not listed at all
+    lowest = min(queue_index(job.attained_gpu_s, thresholds) for job in blocked)
+    if lowest >= len(thresholds):
+        return []  # every blocked job is in the lowest queue: nobody is below it
     running: list[tuple[int, float, RunningJob]] = []
+    now = state.now
     for run in state.running.values():
-        attained = run.attained(state.now)
-        running.append((queue_index(attained, thresholds), attained, run))
-    running.sort(key=lambda item: (-item[0], -item[1]))  # lowest priority, most service first
+        attained = run.attained(now)
+        level = queue_index(attained, thresholds)
+        if level > lowest:
+            running.append((level, attained, run))
+    running.sort(key=lambda item: (-item[0], -item[1]))  # lowest priority, most service first (a stable sort)
     vacated = np.zeros(len(n_residents), dtype=np.int64)  # workers of chosen victims per GPU
     chosen: set[str] = set()
     out: list[str] = []
     n_idle = int((n_residents == 0).sum())
-    for job in blocked[:max_for]:
+    for job in blocked:
         level = queue_index(job.attained_gpu_s, thresholds)
         need = job.spec.num_gpus
         victims: list[RunningJob] = []
