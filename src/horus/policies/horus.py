@@ -176,6 +176,7 @@ class AdaptiveHorusPolicy(Policy):
         self.use_sizes = use_sizes
         self.history = None if use_sizes else ServiceHistory()  # size-free expectations (module docstring)
         self.preempt_s, self.max_preempt_for = preempt_s, max_preempt_for
+        self.preempts_by_order = preempt_s is not None  # by LAS queue, as Tiresias (``parts.las_preemption``)
         self._last_scan = -math.inf
         self.preempted = 0
         self.exclusive = MemoryAwareExclusive(mem_margin)
