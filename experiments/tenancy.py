@@ -44,7 +44,7 @@ RESULTS = ROOT / "experiments" / "results"
 COLOCATING = ("horus", "horus-paper", "horus-fifo", "horus-las", "gandiva", "gandiva-greedy", "sjf-horus",
               "horus-iasp", "geng")
 SUMMARY_KEYS = ("mean_jct_s", "p95_jct_s", "makespan_s", "mean_wait_s", "jain_index", "quota_violation_s",
-                "reclaim_preemptions", "priority_preemptions", "min_guarantee_attainment", "contended_h",
+                "reclaim_preemptions", "priority_preemptions", "order_preemptions", "min_guarantee_attainment", "contended_h",
                 "gpu_util_mean", "preemptions")
 
 

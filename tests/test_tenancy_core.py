@@ -123,3 +123,28 @@ def test_a_guarantee_of_any_type_holds_its_per_type_guarantees() -> None:
                                    "typed": Queue("typed", {"V100": 2.0, "A100": 1.0})}))
     assert admission.accounts["mixed"].guarantee == 4.0
     assert admission.accounts["typed"].guarantee == 3.0
+
+
+def test_a_short_job_takes_the_place_of_its_own_queues_long_job_under_tiresias() -> None:
+    """Queues a and b, 1 GPU each, both at their guarantee with a long job running, when a short job of a and a
+    2-GPU job of b arrive together. a's short job would wait behind a's own long job (no room, a at its fair
+    share); under Tiresias (which preempts by its LAS order) the core lets it take the place of a's long job,
+    ranked behind it, as the tenant-unaware Tiresias would: it starts at once, a's long job resumes after it, and
+    b's GPU is never touched (b's own long job frees too few GPUs for b's gang). A policy that does not preempt
+    by its order (FIFO) keeps the short job waiting for a's long job."""
+    jobs = [job("a-long", 0.0, "a", iterations=400_000), job("b-long", 0.0, "b", iterations=400_000),
+            job("b-next", 7_200.0, "b", iterations=4_000, gpus=2), job("a-short", 7_200.0, "a", iterations=4_000)]
+    tenancy = Tenancy({"a": Queue("a", {"*": 1.0}), "b": Queue("b", {"*": 1.0})})
+    las = run(jobs, tiny(2), tenancy, "tiresias")
+    frame = las.jobs.set_index("job_id")
+    assert frame.loc["a-long", "end"] > 7_200.0 * 2  # still running when a-short arrives
+    assert frame.loc["a-short", "first_start"] == pytest.approx(7_200.0)
+    assert frame.loc["a-long", "end"] > frame.loc["a-short", "end"]  # (later also preempted by Tiresias for b-next)
+    assert frame.loc["b-long", "preemptions"] == 0 and frame.loc["b-next", "first_start"] >= frame.loc["a-short", "end"]
+    q = las.queues.set_index("queue")
+    assert q.loc["a", "order_preempted"] == 1 and q.loc["b", "order_preempted"] == 0
+    assert las.summary["quota_violation_s"] == 0 and las.summary["reclaim_preemptions"] == 0
+    assert las.summary["order_preemptions"] == 1
+    fifo = run(jobs, tiny(2), tenancy, "fifo-exclusive").jobs.set_index("job_id")
+    assert fifo.loc["a-short", "first_start"] >= fifo.loc["a-long", "end"]
+    assert (fifo["preemptions"] == 0).all()

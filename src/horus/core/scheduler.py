@@ -95,6 +95,8 @@ class SchedulerCore:
             rule = getattr(policy, "order_rule", None)
             if isinstance(rule, KeyedOrder):  # held jobs are admitted in the policy's own order within a queue
                 self.admission.order_key = lambda job: rule.key(job, state)
+                if policy.preempts_by_order:  # and may take the place of their own queue's jobs it ranks behind
+                    self.admission.preempt_level = lambda job: rule.key(job, state)[0]
             if state.queue or state.running:
                 raise ValueError("a tenancy is set before any job enters the state")
             state.gated = True

@@ -70,6 +70,7 @@ class QueueAccount:
     contended_received_gpu_s: float = 0.0  # ... and what it received
     reclaimed: int = 0  # its jobs preempted to give borrowed GPUs back to their owners
     priority_preempted: int = 0  # its jobs preempted by a higher priority class of the same queue
+    order_preempted: int = 0  # its jobs preempted for a job of its own queue the policy's order ranks ahead
     admitted: int = 0
 
     @property
@@ -157,6 +158,10 @@ class Admission:
         self.order_key: Callable[[QueuedJob], tuple[float, ...]] | None = None
         self._held_items: dict[str, tuple[float, tuple[float, ...], int, str, float]] = {}  # held job -> its item
         self._reserved_total: dict[str, float] = {}  # admitted, not yet running, all queues: requested GPUs per key
+        # the policy's preemption level of a job (its order key's leading part: Tiresias' LAS queue), set by the core
+        # only for a policy that preempts by its order: a held job of a queue with no room left may then take the
+        # place of its own queue's running jobs of a strictly lower level (``_preempt_own``)
+        self.preempt_level: Callable[[QueuedJob], float] | None = None
         self.slots_per_gpu = 1  # workers a GPU may hold (the core sets it from the policy: > 1 if it co-locates)
         self._slots: dict[str, float] = {}
         self._slots_version = -1
@@ -475,6 +480,78 @@ class Admission:
                         avail = self._available(state, acc, phase, one_class)
                     else:
                         misses += 1
+        if self.preempt_level is not None:
+            self._preempt_own(state, now, preempt)
+
+    def _preempt_own(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> None:
+        """Within-queue preemption by the policy's own order, for a policy that preempts by it (Tiresias' LAS):
+        a held job the phases above left held takes the place of running preemptible jobs of its own queue that
+        the policy ranks strictly behind it (a strictly higher ``preempt_level``; of its class or lower, lowest
+        class and lowest level first, then most attained service), when their GPUs, all theirs, cover its gang
+        and their charges its request. Its queue's charge does not grow (what its victims held, it reserves), so
+        no other queue loses GPUs or fair share; without it a new short job of a queue at its share waits behind
+        that queue's long jobs, which the tenant-unaware policy would have preempted (Kueue's preemption
+        ``withinClusterQueue``, KAI's "preempt" within a queue vs "reclaim" across queues)."""
+        level = self.preempt_level
+        assert level is not None
+        for name, acc in self.accounts.items():
+            if not acc.held_needs or not self._queue_jobs[name] or ANY_TYPE not in acc.queue.guaranteed:
+                continue  # (a queue with per-type quotas is left to the phases above)
+            runs = None
+            misses = 0
+            spare_gpus, spare = 0, 0.0  # what its victims freed beyond the jobs they were preempted for
+            for job in self._held_jobs(state, name):
+                if misses >= 4:
+                    break
+                need = spec_need(job.spec)
+                if job.spec.num_gpus <= spare_gpus and need <= spare + EPS and job.spec.gpu_type_request is None:
+                    spare_gpus, spare = spare_gpus - job.spec.num_gpus, spare - need
+                    self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
+                    continue
+                if runs is None:  # its preemptible whole-GPU running jobs, with their levels (computed once)
+                    runs = []
+                    for job_id in self._queue_jobs[name]:
+                        run = state.running.get(job_id)
+                        if run is None or gpu_share(run.spec) < 1.0:
+                            continue
+                        cls = self.tenancy.priority_of(run.spec.priority)
+                        if not cls.preemptible:
+                            continue
+                        as_queued = QueuedJob(run.spec, now, attained_gpu_s=run.attained(now))
+                        runs.append((cls.value, -level(as_queued), -run.attained(now), job_id, run))
+                    runs.sort()
+                if not runs:
+                    break
+                accepted = accepted_gpu_types(job.spec.gpu_type_request)
+                mine = level(job)
+                prio = self.tenancy.priority_of(job.spec.priority).value
+                left: dict[int, int] = {}
+                plan: list[tuple[float, float, float, str, RunningJob]] = []
+                freed, charge = 0, 0.0
+                for item in runs:
+                    if freed >= job.spec.num_gpus and charge >= need - EPS:
+                        break
+                    cls_value, neg_level, _, job_id, run = item
+                    if cls_value > prio or -neg_level <= mine or (
+                            accepted is not None and state.cluster.gpus[run.gpus[0]].gpu_type.name not in accepted):
+                        continue
+                    plan.append(item)
+                    charge += self.charge_of(job_id)
+                    for g in run.gpus:
+                        left[g] = left.get(g, int(state.load.n_residents[g])) - 1
+                        freed += left[g] == 0
+                if freed < job.spec.num_gpus or charge < need - EPS:
+                    misses += 1
+                    continue
+                plan = [item for item in plan if any(left[g] == 0 for g in item[4].gpus)]
+                spare_gpus += freed - job.spec.num_gpus
+                spare += sum(self.charge_of(item[3]) for item in plan) - need
+                for item in plan:
+                    preempt(item[3])
+                    acc.order_preempted += 1
+                    runs.remove(item)
+                self._refresh(state)
+                self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
 
     def _reserves_room(self, state: SchedulerState, acc: QueueAccount) -> bool:
         """Whether ``acc``, below its fair share and first in fair-share order among the queues still to borrow,
@@ -772,6 +849,7 @@ class Admission:
                 "over_limit_s": acc.over_limit_s,
                 "reclaimed": acc.reclaimed,
                 "priority_preempted": acc.priority_preempted,
+                "order_preempted": acc.order_preempted,
                 "admitted": acc.admitted,
             }
         return out

@@ -54,6 +54,10 @@ class Policy(ABC):
     # and at most how many jobs it puts on one GPU (None: no fixed cap).
     colocates: bool = False
     max_residents: int | None = None
+    # Whether it preempts running jobs its queue order (a ``KeyedOrder``, e.g. Tiresias' LAS) ranks strictly behind
+    # a waiting job by the order key's leading part; under a tenancy the core then lets a held job take the place
+    # of its own queue's jobs ranked behind it (horus.core.tenancy, ``Admission._preempt_own``).
+    preempts_by_order: bool = False
 
     @abstractmethod
     def schedule(self, state: SchedulerState) -> list[Action]:

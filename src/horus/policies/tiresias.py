@@ -30,6 +30,8 @@ class TiresiasPolicy(OrderedPolicy):
     Starvation promotion (the paper's PromoteKnob) is not modelled.
     """
 
+    preempts_by_order = True  # a job of a strictly lower LAS queue (``parts.las_preemption``)
+
     def __init__(self, *, thresholds: Sequence[float] = DEFAULT_THRESHOLDS_GPU_S, tick_s: float = 300.0,
                  max_scan: int = 64, max_preempt_for: int = 4, placement: str = "exclusive") -> None:
         super().__init__(TiresiasOrder(thresholds), PLACEMENTS.create(placement), backfill=True,

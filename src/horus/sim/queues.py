@@ -21,7 +21,8 @@ from horus.sim.metrics import JobRecord
 QUEUE_COLUMNS: tuple[str, ...] = (
     "queue", "jobs", "completed", "mean_jct_h", "p95_jct_h", "mean_wait_h", "p95_wait_h", "guaranteed_gpus",
     "borrow_limit", "weight", "used_gpu_h", "jobs_per_charged_gpu", "guaranteed_demand_gpu_h", "guaranteed_received_gpu_h",
-    "guarantee_attainment", "contended_share_ratio", "over_limit_s", "reclaimed", "priority_preempted", "admitted",
+    "guarantee_attainment", "contended_share_ratio", "over_limit_s", "reclaimed", "priority_preempted", "order_preempted",
+    "admitted",
 )
 
 
@@ -62,5 +63,6 @@ def tenancy_summary(queues: pd.DataFrame, admission: Admission) -> dict[str, flo
         "quota_violation_s": float(queues["over_limit_s"].sum()),
         "reclaim_preemptions": int(queues["reclaimed"].sum()),
         "priority_preemptions": int(queues["priority_preempted"].sum()),
+        "order_preemptions": int(queues["order_preempted"].sum()),
         "min_guarantee_attainment": float(attained.min()) if len(attained) else math.nan,
     }

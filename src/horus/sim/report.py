@@ -124,6 +124,7 @@ QUEUE_COLUMNS: tuple[tuple[str, str, float, str], ...] = (
     ("over_limit_s", "over limit (s)", 1, "{:.0f}"),
     ("reclaimed", "reclaimed", 1, "{:.0f}"),
     ("priority_preempted", "priority-preempted", 1, "{:.0f}"),
+    ("order_preempted", "preempted by own queue's order", 1, "{:.0f}"),
 )
 # Run-level tenancy figures (SimResult.summary, horus.sim.queues.tenancy_summary).
 TENANCY_COLUMNS: tuple[tuple[str, str, float, str], ...] = (
