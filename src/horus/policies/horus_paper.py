@@ -131,11 +131,14 @@ class HorusPolicy(Policy):
                 live[jobs[i].spec.job_id] = (jobs[i], choice)
 
     def _choices(self, jobs: list[QueuedJob], rows: np.ndarray, load: GPULoad, state: SchedulerState,
-                 admitted: list[bool] | None = None) -> list[Choice]:
+                 admitted: list[bool] | None = None,
+                 kind_memo: dict[str, tuple[object, ...]] | None = None) -> list[Choice]:
         """``choose`` of each of ``jobs`` (their ``requests`` rows given) on ``load``, None where it does not fit:
         jobs ``possible`` rules out are not evaluated, those the idle fast path decides are decided at once, and
         jobs alike (``_kind``) are evaluated once where ``choose`` allows. ``admitted``: ``possible`` of the jobs
-        where the caller has it and has decided the fast path's jobs itself (none of ``jobs`` takes it)."""
+        where the caller has it and has decided the fast path's jobs itself (none of ``jobs`` takes it). ``kind_memo``:
+        job id -> ``_kind``, kept by a caller that evaluates the same jobs on the same state again (one call's window:
+        a job's kind reads only the job and the state's predictions, which do not change within a call)."""
         placement = self.placement
         if admitted is not None:
             fast: dict[int, tuple[tuple[int, ...], float]] = {}
@@ -155,7 +158,12 @@ class HorusPolicy(Policy):
             elif kinds is None:
                 choice = self.choose(job, load, state)
             else:  # jobs alike get the same choice on the same load: one evaluation per kind
-                kind = self._kind(job, state)
+                if kind_memo is None:
+                    kind = self._kind(job, state)
+                else:
+                    kind = kind_memo.get(job.spec.job_id)
+                    if kind is None:
+                        kind = kind_memo[job.spec.job_id] = self._kind(job, state)
                 choice = kinds[kind] if kind in kinds else kinds.setdefault(kind, self.choose(job, load, state))
             out.append(choice)
         return out
@@ -216,6 +224,7 @@ class _Window:
         self.rows = np.zeros((self.size, 5))
         self.typed = np.zeros(self.size, dtype=bool)  # has a GPU-type request
         self.fast = policy._fast_path() and isinstance(policy.placement, HorusPlacement)
+        self.kinds: dict[str, tuple[object, ...]] = {}  # job id -> ``_kind`` (fixed within the call)
         self.head_seq = 0
         self.waiting = 0
         n = len(window)  # the window enters at once (``_enter`` of each, as arrays; ``size`` holds it)
@@ -318,9 +327,10 @@ class _Window:
             if not rest.any():
                 return
             seqs, rows = seqs[rest], rows[rest]
-            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, [True] * len(seqs))
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, [True] * len(seqs),
+                                      kind_memo=self.kinds)
         else:
-            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state)
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, kind_memo=self.kinds)
         for seq, choice in zip(seqs.tolist(), choices):
             self.multi.pop(seq, None)
             if choice is None:

@@ -70,6 +70,7 @@ class HorusPlacement(Placement):
         # per (k, util, memory): node bounds, and how many entries of _changed_nodes they include
         self._bounds: dict[tuple[int, float, float], tuple[np.ndarray, int]] = {}
         self._changed_nodes: list[np.ndarray] = []  # nodes whose rows changed since the bounds began
+        self._node_stamp: np.ndarray | None = None  # per node: 1 + the last entry of _changed_nodes naming it (0: none)
         self._rows_ready = False
 
     def update_added(self, load: GPULoad, state: SchedulerState, gpus: Sequence[int]) -> None:
@@ -94,23 +95,30 @@ class HorusPlacement(Placement):
             self._idle_key[node] = count if count > 0 else np.inf
         if not self._summary_ready:
             return
-        rescan_free = rescan_util = False
+        # The maximum and minimum are kept with how many GPUs hold them: rescanned only when the last holder
+        # changed (many idle GPUs share the extreme values, so a start rarely takes the last one).
         for g in gpus:
             free = self.free_mib[g] = self.mem_limit_mib[g] - load.pred_mem_mib[g]
             is_open = self.open[g] = n_res[g] < self.max_residents
             open_free = free if is_open else -np.inf
             util_open = load.pred_util[g] if open_free > 0 else np.inf
-            rescan_free |= bool(self._open_free[g] == self.max_free_mib)
-            rescan_util |= bool(self._util_open[g] == self.min_util_open)
+            if self._open_free[g] == self.max_free_mib:
+                self._n_max_free -= 1
+            if self._util_open[g] == self.min_util_open:
+                self._n_min_util -= 1
             self._open_free[g], self._util_open[g] = open_free, util_open
             if open_free > self.max_free_mib:
-                self.max_free_mib = float(open_free)
+                self.max_free_mib, self._n_max_free = float(open_free), 1
+            elif open_free == self.max_free_mib:
+                self._n_max_free += 1
             if util_open < self.min_util_open:
-                self.min_util_open = float(util_open)
-        if rescan_free:
-            self.max_free_mib = float(self._open_free.max())
-        if rescan_util:
-            self.min_util_open = float(self._util_open.min())
+                self.min_util_open, self._n_min_util = float(util_open), 1
+            elif util_open == self.min_util_open:
+                self._n_min_util += 1
+        if self._n_max_free <= 0:
+            self._max_free_scan()
+        if self._n_min_util <= 0:
+            self._min_util_scan()
         if not self._base_ready:
             return
         w = self.weights
@@ -126,7 +134,11 @@ class HorusPlacement(Placement):
         if not rows:
             self._bounds = {}
             return
-        self._changed_nodes.append(np.asarray(nodes, dtype=np.int64))  # node bounds: brought up to date when read
+        changed = np.asarray(nodes, dtype=np.int64)
+        self._changed_nodes.append(changed)  # node bounds: brought up to date when read
+        if self._node_stamp is None:
+            self._node_stamp = np.zeros(len(idx.node_first), dtype=np.int64)
+        self._node_stamp[changed] = len(self._changed_nodes)
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
@@ -257,7 +269,8 @@ class HorusPlacement(Placement):
             return kept[0]
         else:
             bound = kept[0]
-            nodes = changed[kept[1]] if kept[1] + 1 == len(changed) else np.unique(np.concatenate(changed[kept[1]:]))
+            # the nodes changed since (ascending, once each): those whose last change came after ``kept``
+            nodes = changed[kept[1]] if kept[1] + 1 == len(changed) else np.flatnonzero(self._node_stamp > kept[1])
             bound[nodes] = (rows[nodes] + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)
         self._bounds[key] = (bound, len(changed))
         return bound
@@ -360,9 +373,21 @@ class HorusPlacement(Placement):
         self.open = load.n_residents < self.max_residents
         open_free = self._open_free = np.where(self.open, self.free_mib, -np.inf)
         self._util_open = np.where(open_free > 0, load.pred_util, np.inf)
-        self.max_free_mib = float(open_free.max()) if len(open_free) else 0.0
-        self.min_util_open = float(self._util_open.min()) if len(open_free) else np.inf
+        self._max_free_scan()
+        self._min_util_scan()
         self._summary_ready = True
+
+    def _max_free_scan(self) -> None:
+        """``max_free_mib`` (the most free memory of an open GPU) and how many GPUs hold it, from the array."""
+        open_free = self._open_free
+        self.max_free_mib = float(open_free.max()) if len(open_free) else 0.0
+        self._n_max_free = int(np.count_nonzero(open_free == self.max_free_mib))
+
+    def _min_util_scan(self) -> None:
+        """``min_util_open`` (the least utilization of an open GPU with free memory) and how many GPUs hold it."""
+        util_open = self._util_open
+        self.min_util_open = float(util_open.min()) if len(util_open) else np.inf
+        self._n_min_util = int(np.count_nonzero(util_open == self.min_util_open))
 
     def _ensure_base_cost(self) -> None:
         """Cost terms that do not depend on the job being placed (needed only to score GPUs)."""
