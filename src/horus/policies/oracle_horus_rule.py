@@ -148,6 +148,9 @@ class OraclePolicy(HorusPolicy):
 
     kind_choose = choose  # reads the job through its type, GPUs, request, OOM failures and true load only
 
+    def _multi_by_placement(self) -> bool:
+        return type(self).choose is OraclePolicy.choose  # a job of several GPUs: ``placement.evaluate``
+
     def _gain(self, job: QueuedJob, gpu: int, state: SchedulerState) -> float:
         """Change in the GPU's total normalized throughput if ``job`` joins it (alone: 1.0)."""
         residents = [state.running[jid].spec.job_type for jid in state.residents[gpu]]

@@ -175,20 +175,11 @@ class HorusPlacement(Placement):
         the cost of the feasible GPUs it is given (rows of nodes, in place; never lower: the bound must hold).
         Returns () when the job cannot be placed, None where this shortcut does not apply (negative weights, a
         job that needs an empty GPU, several card sizes, no node that fits: the general path decides)."""
-        k, w = job.spec.num_gpus, self.weights
-        if (needs_empty_gpu(job) or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None
-                or k > self.idx.node_gpus.shape[1]
-                or min(w.util, w.memory, w.corunners, w.node_fit, w.overload) < 0.0):
-            return None
-        if not self._summary_ready:
-            self._summarise()
-        inv_cap = self._one_inv_cap()
-        if inv_cap is None:
-            return None
-        loads = self.job_loads(job, state)
-        u, m = float(loads[0].util), float(loads[0].mem_mib)
-        if self.n_idle < k and (m > self.max_free_mib or u + self.min_util_open > self.util_cap):
-            return ()  # as cost_per_gpu: the summary rules it out
+        shape = self._bounded_shape(job, state)
+        if not isinstance(shape, list):
+            return shape
+        k, u, m, inv_cap = shape
+        w = self.weights
         overload = self.util_cap > 1.0 or u > 1.0
         key = (k, u, m)
         bound = self._node_bound(key, inv_cap).copy()
@@ -230,6 +221,104 @@ class HorusPlacement(Placement):
             return None  # no single node fits: the general path (spanning nodes) decides
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
         return tuple(int(g) for g in chosen), best
+
+    def _bounded_shape(self, job: QueuedJob, state: SchedulerState) -> list | tuple[()] | None:
+        """``bounded_choice``'s checks before costing nodes: [k, util, memory, inv_cap] of the job where it goes on
+        to cost nodes, else its answer (None: the shortcut does not apply; (): the summary rules the job out)."""
+        k, w = job.spec.num_gpus, self.weights
+        if (needs_empty_gpu(job) or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None
+                or k > self.idx.node_gpus.shape[1]
+                or min(w.util, w.memory, w.corunners, w.node_fit, w.overload) < 0.0):
+            return None
+        if not self._summary_ready:
+            self._summarise()
+        inv_cap = self._one_inv_cap()
+        if inv_cap is None:
+            return None
+        loads = self.job_loads(job, state)
+        u, m = float(loads[0].util), float(loads[0].mem_mib)
+        if self.n_idle < k and (m > self.max_free_mib or u + self.min_util_open > self.util_cap):
+            return ()  # as cost_per_gpu: the summary rules it out
+        return [k, u, m, inv_cap]
+
+    def evaluate_many(self, jobs: Sequence[QueuedJob], load: GPULoad,
+                      state: SchedulerState) -> list[tuple[tuple[int, ...], float] | None]:
+        """``[evaluate(job) for job in jobs]``, the multi-GPU jobs ``bounded_choice`` decides costed together.
+
+        Jobs of the same GPU count k (k >= 2; numpy sums each row of k sorted costs as it sums one node's, so
+        the values are the same) are searched as one array: each job's least
+        node bound (``_node_bound``, first lowest node), that node costed exactly (the same float operations,
+        per element, as ``_node_sum``), and the next lowest bound checked. Where that settles the search as
+        ``bounded_choice``'s loop would (the node fits the job and no other node's bound can beat or tie it),
+        its answer is the one ``bounded_choice`` returns; every other job is evaluated by ``evaluate`` itself."""
+        out: list[tuple[tuple[int, ...], float] | None] = [None] * len(jobs)
+        if (type(self).evaluate is not HorusPlacement.evaluate
+                or type(self).bounded_choice is not HorusPlacement.bounded_choice or len(jobs) < 2):
+            return [self.evaluate(job, load, state) for job in jobs]
+        if not hasattr(self, "idx") or self.idx.cluster is not state.cluster:
+            self.begin(load, state)
+        self._ensure_idle()
+        groups: dict[int, list[tuple[int, float, float, float]]] = {}
+        for i, job in enumerate(jobs):
+            k = job.spec.num_gpus
+            if k < 2 or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None:
+                out[i] = self.evaluate(job, load, state)
+                continue
+            shape = self._bounded_shape(job, state)
+            if shape is None:
+                out[i] = self.evaluate(job, load, state)  # the general path decides
+            elif not shape:
+                out[i] = None
+            else:
+                groups.setdefault(k, []).append((i, shape[1], shape[2], shape[3]))
+        for k, group in groups.items():
+            if len(group) == 1:
+                i = group[0][0]
+                out[i] = self.evaluate(jobs[i], load, state)
+                continue
+            for i, choice in zip([g[0] for g in group], self._bounded_group(k, group, load)):
+                if choice is None:
+                    out[i] = self.evaluate(jobs[i], load, state)
+                else:
+                    out[i] = (choice[0], choice[1] / k)
+        return out
+
+    def _bounded_group(self, k: int, group: list[tuple[int, float, float, float]],
+                       load: GPULoad) -> list[tuple[tuple[int, ...], float] | None]:
+        """``bounded_choice`` of jobs of k GPUs (index, util, memory, inv_cap each), as arrays; None for a job whose
+        search the first node does not settle (its caller evaluates it alone)."""
+        w, idx = self.weights, self.idx
+        bound = self._node_bounds(k, [g[1] for g in group], [g[2] for g in group], group[0][3])
+        n = len(group)
+        at = np.arange(n)
+        u = np.array([g[1] for g in group])[:, None]
+        m = np.array([g[2] for g in group])[:, None]
+        nodes = np.argmin(bound, axis=1)
+        first = bound[at, nodes]
+        gpus = idx.node_gpus[nodes]
+        cost = self.base_cost[gpus] + w.util * u + (w.memory * m) * self.inv_cap[gpus]
+        util_after = load.pred_util[gpus] + u
+        overload = (u > 1.0)[:, 0] if self.util_cap <= 1.0 else np.ones(n, dtype=bool)
+        if overload.any():
+            cost = np.where(overload[:, None], cost + w.overload * np.maximum(util_after - 1.0, 0.0), cost)
+        feasible = (self.free_mib[gpus] >= m) & self.open[gpus] & (util_after <= self.util_cap)
+        feasible |= self.idle[gpus]
+        padded = np.where(feasible & ~idx.node_pad[nodes], cost, np.inf)
+        ordered = np.sort(padded, axis=1)
+        total = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
+        bound[at, nodes] = np.inf
+        second = np.argmin(bound, axis=1)
+        after = bound[at, second]
+        settled = (np.isfinite(first) & np.isfinite(total)
+                   & (~np.isfinite(after) | (after > total) | ((after == total) & (second > nodes))))
+        result: list[tuple[tuple[int, ...], float] | None] = []
+        for j, ok in enumerate(settled.tolist()):
+            if not ok:
+                result.append(None)
+                continue
+            chosen = gpus[j][np.argsort(padded[j], kind="stable")[:k]]
+            result.append((tuple(int(g) for g in chosen), float(total[j])))
+        return result
 
     def _gpu_costs(self, load: GPULoad, at: np.ndarray | slice, u: float, m: float,
                    overload: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -274,6 +363,28 @@ class HorusPlacement(Placement):
             bound[nodes] = (rows[nodes] + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)
         self._bounds[key] = (bound, len(changed))
         return bound
+
+    def _node_bounds(self, k: int, us: list[float], ms: list[float], inv_cap: float) -> np.ndarray:
+        """``_node_bound`` of the shapes (k, us[i], ms[i]) as the rows of one new array; the kept bounds behind are
+        brought up to date together (the same float operations per element as one by one)."""
+        w = self.weights
+        rows = self._node_rows()
+        changed = self._changed_nodes
+        now = len(changed)
+        keys = [(k, u, m) for u, m in zip(us, ms)]
+        kept = [self._bounds.get(key) for key in keys]
+        behind = [i for i, entry in enumerate(kept) if entry is not None and entry[1] != now]
+        if behind:
+            since = min(kept[i][1] for i in behind)  # type: ignore[index]
+            nodes = changed[since] if since + 1 == now else np.flatnonzero(self._node_stamp > since)
+            u = np.array([us[i] for i in behind])[:, None, None]
+            m = np.array([ms[i] for i in behind])[:, None, None]
+            values = (rows[nodes][None, :, :] + w.util * u + (w.memory * m) * inv_cap)[:, :, :k].sum(axis=2)
+            for j, i in enumerate(behind):
+                bound = kept[i][0]  # type: ignore[index]
+                bound[nodes] = values[j]  # a node changed before this bound's last update: the same value again
+                self._bounds[keys[i]] = (bound, now)
+        return np.stack([self._node_bound(key, inv_cap) for key in keys])
 
     def _one_inv_cap(self) -> float | None:
         """``inv_cap`` when every GPU has the same card size, else None."""
@@ -349,13 +460,18 @@ class HorusPlacement(Placement):
         w = self.weights
         return bool(self.n_idle) and len(self.idx.types) == 1 and w.corunners > w.node_fit
 
-    def idle_fast_costs(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> tuple[int, np.ndarray]:
-        """The idle fast path's GPU and its cost for jobs with these ``requests`` rows (where
-        ``idle_fast_applies``; one-GPU jobs without a GPU-type request)."""
-        w = self.weights
+    def fast_gpu(self) -> tuple[int, int]:
+        """The idle fast path's GPU and its node (where ``idle_fast_applies``)."""
         if self._fast_gpu is None:  # the same GPU for every job until the load changes
             self._fast_gpu = self._first_idle_gpu()
-        g, node = self._fast_gpu
+        return self._fast_gpu
+
+    def idle_fast_costs(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> tuple[int, np.ndarray]:
+        """The idle fast path's GPU and its cost for jobs with these ``requests`` rows (where
+        ``idle_fast_applies``; one-GPU jobs without a GPU-type request). The cost reads of the GPU only its predicted
+        utilization, memory and capacity and its node's idle count and size."""
+        w = self.weights
+        g, node = self.fast_gpu()
         util_after = load.pred_util[g] + rows[:, 2]
         cost = (w.util * util_after + w.overload * np.maximum(util_after - 1.0, 0.0)
                 + w.memory * (load.pred_mem_mib[g] + rows[:, 1]) / state.mem_capacity_mib[g]
