@@ -72,6 +72,9 @@ class HorusPlacement(Placement):
         self._changed_nodes: list[np.ndarray] = []  # nodes whose rows changed since the bounds began
         self._node_stamp: np.ndarray | None = None  # per node: 1 + the last entry of _changed_nodes naming it (0: none)
         self._rows_ready = False
+        self._kept_costs: dict[tuple[object, ...], tuple[np.ndarray, int, np.ndarray]] = {}  # ``cost_per_gpu_kept``
+        self._gen = 0  # update_added calls since ``update``
+        self._gen_nodes: np.ndarray | None = None  # per node: the last of them that changed it
 
     def update_added(self, load: GPULoad, state: SchedulerState, gpus: Sequence[int]) -> None:
         """``update`` after one worker was added on each of ``gpus``: what is already derived is redone for those
@@ -84,6 +87,11 @@ class HorusPlacement(Placement):
         self._fast_gpu = None
         idx = self.idx
         n_res, idle = load.n_residents, self.idle
+        self._gen += 1
+        if self._kept_costs:
+            if self._gen_nodes is None:
+                self._gen_nodes = np.zeros(len(idx.node_first), dtype=np.int64)
+            self._gen_nodes[idx.node_of_gpu[list(gpus)]] = self._gen
         for g in gpus:
             idle[g] = n_res[g] == 0
         nodes = sorted({int(idx.node_of_gpu[g]) for g in gpus})
@@ -542,6 +550,65 @@ class HorusPlacement(Placement):
             fits = (free[None, :] >= mem_r[:, None]) & (used[None, :] + util_r[:, None] <= self.util_cap)
             ok[rest] = self.n_idle + np.count_nonzero(fits, axis=1) >= k[rest]
         return ok
+
+    def cost_per_gpu_kept(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        """``cost_per_gpu`` as a read-only array kept per job shape until ``update``: on a cluster of one GPU type a
+        job's costs read only its predicted utilization and memory, whether it needs an empty GPU, its GPU-type
+        request and the per-GPU summary, so a kept array is brought up to date on the nodes ``update_added``
+        changed since (the same float operations per element). The caller must not write to it."""
+        if len(self.idx.types) != 1:
+            return self.cost_per_gpu(job, load, state)
+        if not self._summary_ready:
+            self._summarise()
+        spec = job.spec
+        loads = self.job_loads(job, state)
+        if self.n_idle < spec.num_gpus:
+            if min(p.mem_mib for p in loads) > self.max_free_mib or needs_empty_gpu(job):
+                return None
+            if min(p.util for p in loads) + self.min_util_open > self.util_cap:
+                return None
+        self._ensure_base_cost()
+        u, m = float(loads[0].util), float(loads[0].mem_mib)
+        key = (u, m, needs_empty_gpu(job), spec.gpu_type_request)
+        kept = self._kept_costs.get(key)
+        if kept is not None and kept[2] is self.base_cost and kept[1] == self._gen:
+            return kept[0]
+        nodes = None
+        if kept is not None and kept[2] is self.base_cost and self._gen_nodes is not None:
+            nodes = np.flatnonzero(self._gen_nodes > kept[1])
+            if 8 * len(nodes) > len(self._gen_nodes):  # many changed: costing every GPU is as cheap
+                nodes = None
+        if nodes is None:
+            cost = self.cost_per_gpu(job, load, state)
+            if cost is None:
+                return None
+            cost.setflags(write=False)
+        else:
+            cost = kept[0]  # type: ignore[index]
+            rows = self.idx.node_gpus[nodes]
+            at = rows[~self.idx.node_pad[nodes]]
+            w = self.weights
+            part = self.base_cost[at] + w.util * u + (w.memory * m) * self.inv_cap[at]
+            util_after = load.pred_util[at] + u
+            if self.util_cap > 1.0 or u > 1.0:
+                part = part + w.overload * np.maximum(util_after - 1.0, 0.0)
+            if needs_empty_gpu(job):
+                feasible = self.idle[at]
+            else:
+                feasible = (self.free_mib[at] >= m) & self.open[at] & (util_after <= self.util_cap)
+                feasible |= self.idle[at]
+            allowed = self.idx.allowed(spec)
+            if allowed is not None:
+                feasible = feasible & allowed[at]
+            cost.setflags(write=True)
+            cost[at] = np.where(feasible, part, np.inf)
+            cost.setflags(write=False)
+        if len(self._kept_costs) > 256:
+            self._kept_costs.clear()
+        self._kept_costs[key] = (cost, self._gen, self.base_cost)
+        if self._gen_nodes is None:
+            self._gen_nodes = np.zeros(len(self.idx.node_first), dtype=np.int64)
+        return cost
 
     def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         if not self._summary_ready:
