@@ -291,10 +291,33 @@ class HorusPlacement(Placement):
                     out[i] = (choice[0], choice[1] / k)
         return out
 
-    def _bounded_group(self, k: int, group: list[tuple[int, float, float, float]],
-                       load: GPULoad) -> list[tuple[tuple[int, ...], float] | None]:
+    def bounded_many(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState,
+                     adjust: Callable[[list[int], np.ndarray, np.ndarray], None] | None = None
+                     ) -> list[tuple[tuple[int, ...], float] | tuple[()] | None | bool]:
+        """``bounded_choice(job, adjust=...)`` of each of ``jobs`` where the first node costed settles its search
+        (jobs of one GPU count searched as one array, as ``evaluate_many``); False where it does not (the caller
+        asks ``bounded_choice`` itself). ``adjust(rows, cost, gpus)``: the adjustment of ``bounded_choice`` for the
+        jobs at ``rows`` (positions in ``jobs``), one per row of ``cost`` and ``gpus`` (in place, never lower)."""
+        out: list[tuple[tuple[int, ...], float] | tuple[()] | None | bool] = [False] * len(jobs)
+        groups: dict[int, list[tuple[int, float, float, float]]] = {}
+        for i, job in enumerate(jobs):
+            shape = self._bounded_shape(job, state)
+            if not isinstance(shape, list):
+                out[i] = shape
+            else:
+                groups.setdefault(shape[0], []).append((i, shape[1], shape[2], shape[3]))
+        for k, group in groups.items():
+            where = [g[0] for g in group]
+            rows_adjust = None if adjust is None else (lambda cost, gpus, where=where: adjust(where, cost, gpus))
+            for i, choice in zip(where, self._bounded_group(k, group, load, rows_adjust)):
+                out[i] = False if choice is None else choice
+        return out
+
+    def _bounded_group(self, k: int, group: list[tuple[int, float, float, float]], load: GPULoad,
+                       adjust: Adjust | None = None) -> list[tuple[tuple[int, ...], float] | None]:
         """``bounded_choice`` of jobs of k GPUs (index, util, memory, inv_cap each), as arrays; None for a job whose
-        search the first node does not settle (its caller evaluates it alone)."""
+        search the first node does not settle (its caller evaluates it alone). ``adjust(cost, gpus)``: rows of the
+        jobs in order (``bounded_choice``'s adjustment of each job on its row)."""
         w, idx = self.weights, self.idx
         bound = self._node_bounds(k, [g[1] for g in group], [g[2] for g in group], group[0][3])
         n = len(group)
@@ -312,6 +335,8 @@ class HorusPlacement(Placement):
         feasible = (self.free_mib[gpus] >= m) & self.open[gpus] & (util_after <= self.util_cap)
         feasible |= self.idle[gpus]
         padded = np.where(feasible & ~idx.node_pad[nodes], cost, np.inf)
+        if adjust is not None:
+            adjust(padded, gpus)
         ordered = np.sort(padded, axis=1)
         total = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
         bound[at, nodes] = np.inf
