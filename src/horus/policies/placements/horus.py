@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from horus.policies.parts.cluster_index import job_predictions
+from horus.policies.parts.gpu_selection import select_gpus
 from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
@@ -167,7 +168,11 @@ class HorusPlacement(Placement):
             found = self.bounded_choice(job, load, state)
             if found is not None:
                 return (found[0], found[1] / spec.num_gpus) if found else None
-        return super().evaluate(job, load, state)
+        cost = self.cost_per_gpu_kept(job, load, state)  # ``Placement.evaluate``, on the kept costs (read only)
+        if cost is None:
+            return None
+        found = select_gpus(cost, spec.num_gpus, self.idx)
+        return None if found is None else (found[0], found[1] / spec.num_gpus)
 
     def bounded_choice(self, job: QueuedJob, load: GPULoad, state: SchedulerState,
                        adjust: Adjust | None = None) -> tuple[tuple[int, ...], float] | tuple[()] | None:
@@ -562,6 +567,8 @@ class HorusPlacement(Placement):
         and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries."""
         self._ensure_idle()
         k, mem, util, empty = r[:, 0], r[:, 1], r[:, 2], r[:, 4] > 0
+        if len(k) and k.max() <= self.n_idle:  # enough idle GPUs for each: all admitted, as below
+            return np.ones(len(k), dtype=bool)
         ok = k <= self.n_idle
         rest = ~ok & ~empty
         if rest.any():
@@ -581,7 +588,7 @@ class HorusPlacement(Placement):
         job's costs read only its predicted utilization and memory, whether it needs an empty GPU, its GPU-type
         request and the per-GPU summary, so a kept array is brought up to date on the nodes ``update_added``
         changed since (the same float operations per element). The caller must not write to it."""
-        if len(self.idx.types) != 1:
+        if len(self.idx.types) != 1 or type(self).cost_per_gpu is not HorusPlacement.cost_per_gpu:
             return self.cost_per_gpu(job, load, state)
         if not self._summary_ready:
             self._summarise()
