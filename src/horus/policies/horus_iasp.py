@@ -111,12 +111,9 @@ class HorusIASPPolicy(HorusPolicy):
             shared = np.isfinite(cost) & (load.n_residents[gpus] > 0)
             if not shared.any():
                 return
-            of_row = [types[i] for i in rows]
-            for job_type in dict.fromkeys(of_row):
-                here = shared & np.array([t == job_type for t in of_row])[:, None]
-                if here.any():
-                    lost, own = self.types.added_losses(self.estimator, job_type, gpus[here], placement.idx)
-                    cost[here] = np.where(own < self.min_throughput, np.inf, cost[here] + self.interference_weight * lost)
+            lost, own = self.types.added_losses_rows(self.estimator, [types[i] for i in rows], gpus, shared,
+                                                     placement.idx)
+            cost[shared] = np.where(own < self.min_throughput, np.inf, cost[shared] + self.interference_weight * lost)
 
         out: dict[tuple[object, ...], Choice] = {}
         for kind, found in zip(pick, placement.bounded_many(jobs, load, state, adjust)):
