@@ -349,14 +349,10 @@ class HorusPlacement(Placement):
         after = bound[at, second]
         settled = (np.isfinite(first) & np.isfinite(total)
                    & (~np.isfinite(after) | (after > total) | ((after == total) & (second > nodes))))
-        result: list[tuple[tuple[int, ...], float] | None] = []
-        for j, ok in enumerate(settled.tolist()):
-            if not ok:
-                result.append(None)
-                continue
-            chosen = gpus[j][np.argsort(padded[j], kind="stable")[:k]]
-            result.append((tuple(int(g) for g in chosen), float(total[j])))
-        return result
+        # each row's k GPUs as bounded_choice picks them (a stable argsort of its costs, row by row)
+        chosen = np.take_along_axis(gpus, np.argsort(padded, axis=1, kind="stable")[:, :k], axis=1).tolist()
+        return [(tuple(chosen[j]), t) if ok else None
+                for j, (ok, t) in enumerate(zip(settled.tolist(), total.tolist()))]
 
     def _gpu_costs(self, load: GPULoad, at: np.ndarray | slice, u: float, m: float,
                    overload: bool) -> tuple[np.ndarray, np.ndarray]:
