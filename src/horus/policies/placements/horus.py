@@ -506,6 +506,12 @@ class HorusPlacement(Placement):
         utilization, memory and capacity and its node's idle count and size."""
         w = self.weights
         g, node = self.fast_gpu()
+        if len(rows) == 1:  # the same operations on Python floats (IEEE doubles: the same value), without arrays
+            after = float(load.pred_util[g]) + float(rows[0, 2])
+            one = (w.util * after + w.overload * max(after - 1.0, 0.0)
+                   + w.memory * (float(load.pred_mem_mib[g]) + float(rows[0, 1])) / float(state.mem_capacity_mib[g])
+                   + w.node_fit * float(self.node_idle[node]) / float(self.idx.node_size[node]))
+            return g, np.array([one])
         util_after = load.pred_util[g] + rows[:, 2]
         cost = (w.util * util_after + w.overload * np.maximum(util_after - 1.0, 0.0)
                 + w.memory * (load.pred_mem_mib[g] + rows[:, 1]) / state.mem_capacity_mib[g]
