@@ -590,7 +590,8 @@ class HorusPlacement(Placement):
         job's costs read only its predicted utilization and memory, whether it needs an empty GPU, its GPU-type
         request and the per-GPU summary, so a kept array is brought up to date on the nodes ``update_added``
         changed since (the same float operations per element). The caller must not write to it."""
-        if len(self.idx.types) != 1 or type(self).cost_per_gpu is not HorusPlacement.cost_per_gpu:
+        if (len(self.idx.types) != 1 or type(self).cost_per_gpu is not HorusPlacement.cost_per_gpu
+                or load is not self._load or state is not self._state):  # kept for the load the summary follows
             return self.cost_per_gpu(job, load, state)
         if not self._summary_ready:
             self._summarise()
