@@ -163,12 +163,13 @@ class HorusPolicy(Policy):
                 if kind is None:
                     kind = kind_memo[job.spec.job_id] = self._kind(job, state)
                 of_job.append(kind)
-        firsts: dict[tuple[object, ...], QueuedJob] = {}
-        for job, kind in zip(jobs, of_job):
-            if kind is not None and kind not in firsts:
-                firsts[kind] = job
-        if len(firsts) > 1:
-            kinds.update(self._choose_kinds(firsts, load, state))
+        if type(self)._choose_kinds is not HorusPolicy._choose_kinds:
+            firsts: dict[tuple[object, ...], QueuedJob] = {}
+            for job, kind in zip(jobs, of_job):
+                if kind is not None and kind not in firsts:
+                    firsts[kind] = job
+            if len(firsts) > 1:
+                kinds.update(self._choose_kinds(firsts, load, state))
         out: list[Choice] = []
         for i, (job, kind) in enumerate(zip(jobs, of_job)):
             if i in fast:
@@ -182,20 +183,9 @@ class HorusPolicy(Policy):
 
     def _choose_kinds(self, firsts: dict[tuple[object, ...], QueuedJob], load: GPULoad,
                       state: SchedulerState) -> dict[tuple[object, ...], Choice]:
-        """``choose`` of some of the jobs ``firsts`` (one per kind), decided together where that is cheaper: the same
-        choices as one by one (kinds left out are chosen one by one). Here: the jobs of several GPUs, where their
-        ``choose`` is ``placement.evaluate`` (``_multi_by_placement``), by ``evaluate_many``."""
-        if not self._multi_by_placement():
-            return {}
-        multi = {kind: job for kind, job in firsts.items() if job.spec.num_gpus > 1}
-        if len(multi) < 2:
-            return {}
-        return dict(zip(multi, self.placement.evaluate_many(list(multi.values()), load, state)))
-
-    def _multi_by_placement(self) -> bool:
-        """Whether ``choose`` of a job of several GPUs is ``placement.evaluate`` (then ``evaluate_many`` may decide
-        such jobs together)."""
-        return type(self).choose is HorusPolicy.choose
+        """``choose`` of some of the jobs ``firsts`` (one per kind), decided together where a subclass can do so more
+        cheaply, with the same choices as one by one; kinds left out are chosen one by one (here: all of them)."""
+        return {}
 
     def _choice_by_kind(self) -> bool:
         """Whether ``choose`` depends on a job only through ``_kind``: true of this class's and of the classes that

@@ -160,9 +160,6 @@ class OraclePolicy(HorusPolicy):
 
     kind_choose = choose  # reads the job through its type, GPUs, request, OOM failures and true load only
 
-    def _multi_by_placement(self) -> bool:
-        return type(self).choose is OraclePolicy.choose  # a job of several GPUs: ``placement.evaluate``
-
     def _gain(self, job: QueuedJob, gpu: int, state: SchedulerState) -> float:
         """Change in the GPU's total normalized throughput if ``job`` joins it (alone: 1.0)."""
         running, planned = state.residents[gpu], self._planned_types.get(gpu)

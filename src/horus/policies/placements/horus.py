@@ -254,53 +254,11 @@ class HorusPlacement(Placement):
             return ()  # as cost_per_gpu: the summary rules it out
         return [k, u, m, inv_cap]
 
-    def evaluate_many(self, jobs: Sequence[QueuedJob], load: GPULoad,
-                      state: SchedulerState) -> list[tuple[tuple[int, ...], float] | None]:
-        """``[evaluate(job) for job in jobs]``, the multi-GPU jobs ``bounded_choice`` decides costed together.
-
-        Jobs of the same GPU count k (k >= 2; numpy sums each row of k sorted costs as it sums one node's, so
-        the values are the same) are searched as one array: each job's least
-        node bound (``_node_bound``, first lowest node), that node costed exactly (the same float operations,
-        per element, as ``_node_sum``), and the next lowest bound checked. Where that settles the search as
-        ``bounded_choice``'s loop would (the node fits the job and no other node's bound can beat or tie it),
-        its answer is the one ``bounded_choice`` returns; every other job is evaluated by ``evaluate`` itself."""
-        out: list[tuple[tuple[int, ...], float] | None] = [None] * len(jobs)
-        if (type(self).evaluate is not HorusPlacement.evaluate
-                or type(self).bounded_choice is not HorusPlacement.bounded_choice or len(jobs) < 2):
-            return [self.evaluate(job, load, state) for job in jobs]
-        if not hasattr(self, "idx") or self.idx.cluster is not state.cluster:
-            self.begin(load, state)
-        self._ensure_idle()
-        groups: dict[int, list[tuple[int, float, float, float]]] = {}
-        for i, job in enumerate(jobs):
-            k = job.spec.num_gpus
-            if k < 2 or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None:
-                out[i] = self.evaluate(job, load, state)
-                continue
-            shape = self._bounded_shape(job, state)
-            if shape is None:
-                out[i] = self.evaluate(job, load, state)  # the general path decides
-            elif not shape:
-                out[i] = None
-            else:
-                groups.setdefault(k, []).append((i, shape[1], shape[2], shape[3]))
-        for k, group in groups.items():
-            if len(group) == 1:
-                i = group[0][0]
-                out[i] = self.evaluate(jobs[i], load, state)
-                continue
-            for i, choice in zip([g[0] for g in group], self._bounded_group(k, group, load)):
-                if choice is None:
-                    out[i] = self.evaluate(jobs[i], load, state)
-                else:
-                    out[i] = (choice[0], choice[1] / k)
-        return out
-
     def bounded_many(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState,
                      adjust: Callable[[list[int], np.ndarray, np.ndarray], None] | None = None
                      ) -> list[tuple[tuple[int, ...], float] | tuple[()] | None | bool]:
-        """``bounded_choice(job, adjust=...)`` of each of ``jobs`` where the first node costed settles its search
-        (jobs of one GPU count searched as one array, as ``evaluate_many``); False where it does not (the caller
+        """``bounded_choice(job, adjust=...)`` of each of ``jobs`` where the first node costed settles its search,
+        the jobs of one GPU count searched as one array (``_bounded_group``); False where it does not (the caller
         asks ``bounded_choice`` itself). ``adjust(rows, cost, gpus)``: the adjustment of ``bounded_choice`` for the
         jobs at ``rows`` (positions in ``jobs``), one per row of ``cost`` and ``gpus`` (in place, never lower)."""
         out: list[tuple[tuple[int, ...], float] | tuple[()] | None | bool] = [False] * len(jobs)
@@ -322,7 +280,11 @@ class HorusPlacement(Placement):
                        adjust: Adjust | None = None) -> list[tuple[tuple[int, ...], float] | None]:
         """``bounded_choice`` of jobs of k GPUs (index, util, memory, inv_cap each), as arrays; None for a job whose
         search the first node does not settle (its caller evaluates it alone). ``adjust(cost, gpus)``: rows of the
-        jobs in order (``bounded_choice``'s adjustment of each job on its row)."""
+        jobs in order (``bounded_choice``'s adjustment of each job on its row).
+
+        Each job's least node bound (``_node_bounds``, first lowest node) is costed exactly (the same float
+        operations per element as ``bounded_choice``; numpy sums each row's k sorted costs as it sums one node's) and
+        the next lowest bound checked: where no other node can beat or tie it, that is ``bounded_choice``'s answer."""
         w, idx = self.weights, self.idx
         bound = self._node_bounds(k, [g[1] for g in group], [g[2] for g in group], group[0][3])
         n = len(group)
