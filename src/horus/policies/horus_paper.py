@@ -149,9 +149,26 @@ class HorusPolicy(Policy):
                 admitted = placement.possible(jobs, load, state).tolist()
             fast = self._fast_choices(jobs, rows, admitted, load, state)
         kinds: dict[tuple[object, ...], Choice] | None = {} if self._choice_by_kind() else None
-        if kinds is None:
-            return [fast[i] if i in fast else self.choose(job, load, state) if ok else None
-                    for i, (job, ok) in enumerate(zip(jobs, admitted))]
+        if kinds is None or type(self)._choose_kinds is HorusPolicy._choose_kinds:
+            out: list[Choice] = []
+            for i, (job, ok) in enumerate(zip(jobs, admitted)):
+                if i in fast:
+                    choice = fast[i]
+                elif not ok:
+                    choice = None
+                elif kinds is None:
+                    choice = self.choose(job, load, state)
+                else:  # jobs alike get the same choice on the same load: one evaluation per kind
+                    if kind_memo is None:
+                        kind = self._kind(job, state)
+                    else:
+                        kind = kind_memo.get(job.spec.job_id)
+                        if kind is None:
+                            kind = kind_memo[job.spec.job_id] = self._kind(job, state)
+                    choice = kinds[kind] if kind in kinds else kinds.setdefault(kind, self.choose(job, load, state))
+                out.append(choice)
+            return out
+        # a subclass decides some kinds together (``_choose_kinds``): every job's kind first
         of_job: list[tuple[object, ...] | None] = []
         for i, (job, ok) in enumerate(zip(jobs, admitted)):
             if i in fast or not ok:
@@ -163,14 +180,13 @@ class HorusPolicy(Policy):
                 if kind is None:
                     kind = kind_memo[job.spec.job_id] = self._kind(job, state)
                 of_job.append(kind)
-        if type(self)._choose_kinds is not HorusPolicy._choose_kinds:
-            firsts: dict[tuple[object, ...], QueuedJob] = {}
-            for job, kind in zip(jobs, of_job):
-                if kind is not None and kind not in firsts:
-                    firsts[kind] = job
-            if len(firsts) > 1:
-                kinds.update(self._choose_kinds(firsts, load, state))
-        out: list[Choice] = []
+        firsts: dict[tuple[object, ...], QueuedJob] = {}
+        for job, kind in zip(jobs, of_job):
+            if kind is not None and kind not in firsts:
+                firsts[kind] = job
+        if len(firsts) > 1:
+            kinds.update(self._choose_kinds(firsts, load, state))
+        out = []
         for i, (job, kind) in enumerate(zip(jobs, of_job)):
             if i in fast:
                 choice = fast[i]
@@ -372,6 +388,10 @@ class _Window:
         only the fast GPU's predicted utilization, memory and capacity and its node's idle count and size, so costs
         are kept per such key and seq: a job costed under the same key before gets the same value again."""
         placement, load, state = self.policy.placement, self.load, self.state
+        if len(at) <= 2:  # too few to pay for the memo: costed at once (the same values)
+            g, cost = placement.idle_fast_costs(rows, load, state)  # type: ignore[attr-defined]
+            self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
+            return
         g, node = placement.fast_gpu()  # type: ignore[attr-defined]
         key = (float(load.pred_util[g]), float(load.pred_mem_mib[g]), float(state.mem_capacity_mib[g]),
                int(placement.node_idle[node]), int(placement.idx.node_size[node]))  # type: ignore[attr-defined]

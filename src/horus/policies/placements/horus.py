@@ -8,7 +8,6 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from horus.policies.parts.cluster_index import job_predictions
-from horus.policies.parts.gpu_selection import select_gpus
 from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
@@ -104,30 +103,35 @@ class HorusPlacement(Placement):
             self._idle_key[node] = count if count > 0 else np.inf
         if not self._summary_ready:
             return
-        # The maximum and minimum are kept with how many GPUs hold them: rescanned only when the last holder
-        # changed (many idle GPUs share the extreme values, so a start rarely takes the last one).
+        # The maximum and minimum are kept with how many GPUs hold them (None: not counted since the last scan,
+        # counted when a holder first changes): rescanned only when the last holder changed (many idle GPUs share
+        # the extreme values, so a start rarely takes the last one).
         for g in gpus:
             free = self.free_mib[g] = self.mem_limit_mib[g] - load.pred_mem_mib[g]
             is_open = self.open[g] = n_res[g] < self.max_residents
             open_free = free if is_open else -np.inf
             util_open = load.pred_util[g] if open_free > 0 else np.inf
             if self._open_free[g] == self.max_free_mib:
+                if self._n_max_free is None:  # counted when first needed after a scan
+                    self._n_max_free = int(np.count_nonzero(self._open_free == self.max_free_mib))
                 self._n_max_free -= 1
             if self._util_open[g] == self.min_util_open:
+                if self._n_min_util is None:
+                    self._n_min_util = int(np.count_nonzero(self._util_open == self.min_util_open))
                 self._n_min_util -= 1
             self._open_free[g], self._util_open[g] = open_free, util_open
             if open_free > self.max_free_mib:
                 self.max_free_mib, self._n_max_free = float(open_free), 1
-            elif open_free == self.max_free_mib:
+            elif open_free == self.max_free_mib and self._n_max_free is not None:
                 self._n_max_free += 1
             if util_open < self.min_util_open:
                 self.min_util_open, self._n_min_util = float(util_open), 1
-            elif util_open == self.min_util_open:
+            elif util_open == self.min_util_open and self._n_min_util is not None:
                 self._n_min_util += 1
-        if self._n_max_free <= 0:
-            self._max_free_scan()
-        if self._n_min_util <= 0:
-            self._min_util_scan()
+        if self._n_max_free is not None and self._n_max_free <= 0:  # the last holder changed: scan
+            self.max_free_mib, self._n_max_free = float(self._open_free.max()), None
+        if self._n_min_util is not None and self._n_min_util <= 0:
+            self.min_util_open, self._n_min_util = float(self._util_open.min()), None
         if not self._base_ready:
             return
         w = self.weights
@@ -168,11 +172,7 @@ class HorusPlacement(Placement):
             found = self.bounded_choice(job, load, state)
             if found is not None:
                 return (found[0], found[1] / spec.num_gpus) if found else None
-        cost = self.cost_per_gpu_kept(job, load, state)  # ``Placement.evaluate``, on the kept costs (read only)
-        if cost is None:
-            return None
-        found = select_gpus(cost, spec.num_gpus, self.idx)
-        return None if found is None else (found[0], found[1] / spec.num_gpus)
+        return super().evaluate(job, load, state)
 
     def bounded_choice(self, job: QueuedJob, load: GPULoad, state: SchedulerState,
                        adjust: Adjust | None = None) -> tuple[tuple[int, ...], float] | tuple[()] | None:
@@ -491,21 +491,11 @@ class HorusPlacement(Placement):
         self.open = load.n_residents < self.max_residents
         open_free = self._open_free = np.where(self.open, self.free_mib, -np.inf)
         self._util_open = np.where(open_free > 0, load.pred_util, np.inf)
-        self._max_free_scan()
-        self._min_util_scan()
-        self._summary_ready = True
-
-    def _max_free_scan(self) -> None:
-        """``max_free_mib`` (the most free memory of an open GPU) and how many GPUs hold it, from the array."""
-        open_free = self._open_free
         self.max_free_mib = float(open_free.max()) if len(open_free) else 0.0
-        self._n_max_free = int(np.count_nonzero(open_free == self.max_free_mib))
-
-    def _min_util_scan(self) -> None:
-        """``min_util_open`` (the least utilization of an open GPU with free memory) and how many GPUs hold it."""
-        util_open = self._util_open
-        self.min_util_open = float(util_open.min()) if len(util_open) else np.inf
-        self._n_min_util = int(np.count_nonzero(util_open == self.min_util_open))
+        self.min_util_open = float(self._util_open.min()) if len(open_free) else np.inf
+        self._n_max_free: int | None = None  # GPUs holding the maximum / minimum: counted when first needed
+        self._n_min_util: int | None = None
+        self._summary_ready = True
 
     def _ensure_base_cost(self) -> None:
         """Cost terms that do not depend on the job being placed (needed only to score GPUs)."""
@@ -531,8 +521,6 @@ class HorusPlacement(Placement):
         and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries."""
         self._ensure_idle()
         k, mem, util, empty = r[:, 0], r[:, 1], r[:, 2], r[:, 4] > 0
-        if len(k) and k.max() <= self.n_idle:  # enough idle GPUs for each: all admitted, as below
-            return np.ones(len(k), dtype=bool)
         ok = k <= self.n_idle
         rest = ~ok & ~empty
         if rest.any():
