@@ -60,11 +60,6 @@ class TrueLoad:
             np.add.at(self.util, idx, np.asarray(utils, dtype=float))
             np.add.at(self.mem, idx, np.asarray(mems, dtype=float))
 
-    def _add(self, gpus: tuple[int, ...], util: float, mem: float) -> None:
-        idx = np.asarray(gpus, dtype=np.int64)
-        np.add.at(self.util, idx, util)
-        np.add.at(self.mem, idx, mem)
-
 
 class OraclePlacement(HorusPlacement):
     """HorusPlacement fed with true solo values instead of predictions."""
