@@ -23,6 +23,7 @@ from horus.policies.base import POLICIES
 from horus.policies.horus_paper import Choice, HorusPolicy
 from horus.policies.parts.gpu_selection import select_gpus
 from horus.policies.parts.resident_types import ResidentTypes
+from horus.policies.placements.horus import HorusPlacement
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
 
@@ -86,6 +87,39 @@ class HorusIASPPolicy(HorusPolicy):
         return select_gpus(cost, job.spec.num_gpus, placement.idx)
 
     kind_choose = choose  # reads the job through its type, GPUs, request, OOM failures and predicted load only
+
+    def _choose_kinds(self, firsts: dict[tuple[object, ...], QueuedJob], load: GPULoad,
+                      state: SchedulerState) -> dict[tuple[object, ...], Choice]:
+        """``choose`` of the jobs ``bounded_choice`` decides, searched together (``HorusPlacement.bounded_many``, with
+        the interference term added row by row as ``_add_interference`` adds it); the others are chosen alone."""
+        placement = self.placement
+        if type(self).choose is not HorusIASPPolicy.choose or type(placement).bounded_choice is not \
+                HorusPlacement.bounded_choice:
+            return {}
+        if not hasattr(placement, "idx") or placement.idx.cluster is not state.cluster:
+            placement.begin(load, state)
+        if not (self._losses_never_negative() and len(placement.idx.types) == 1):
+            return {}
+        pick = {kind: job for kind, job in firsts.items() if job.spec.gpu_type_request is None}
+        if len(pick) < 2:
+            return {}
+        jobs = list(pick.values())
+        types = [job.spec.job_type for job in jobs]
+
+        def adjust(rows: list[int], cost: np.ndarray, gpus: np.ndarray) -> None:
+            assert self.estimator is not None
+            shared = np.isfinite(cost) & (load.n_residents[gpus] > 0)
+            if not shared.any():
+                return
+            lost, own = self.types.added_losses_rows(self.estimator, [types[i] for i in rows], gpus, shared,
+                                                     placement.idx)
+            cost[shared] = np.where(own < self.min_throughput, np.inf, cost[shared] + self.interference_weight * lost)
+
+        out: dict[tuple[object, ...], Choice] = {}
+        for kind, found in zip(pick, placement.bounded_many(jobs, load, state, adjust)):
+            if found is not False and found is not None:  # None: the general path decides (``choose`` alone)
+                out[kind] = found or None
+        return out
 
     def _add_interference(self, job: QueuedJob, load: GPULoad, cost: np.ndarray, gpus: np.ndarray) -> None:
         """``choose``'s interference term on the feasible shared GPUs among ``gpus`` (rows of nodes), in place."""

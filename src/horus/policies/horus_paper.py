@@ -131,11 +131,14 @@ class HorusPolicy(Policy):
                 live[jobs[i].spec.job_id] = (jobs[i], choice)
 
     def _choices(self, jobs: list[QueuedJob], rows: np.ndarray, load: GPULoad, state: SchedulerState,
-                 admitted: list[bool] | None = None) -> list[Choice]:
+                 admitted: list[bool] | None = None,
+                 kind_memo: dict[str, tuple[object, ...]] | None = None) -> list[Choice]:
         """``choose`` of each of ``jobs`` (their ``requests`` rows given) on ``load``, None where it does not fit:
         jobs ``possible`` rules out are not evaluated, those the idle fast path decides are decided at once, and
         jobs alike (``_kind``) are evaluated once where ``choose`` allows. ``admitted``: ``possible`` of the jobs
-        where the caller has it and has decided the fast path's jobs itself (none of ``jobs`` takes it)."""
+        where the caller has it and has decided the fast path's jobs itself (none of ``jobs`` takes it). ``kind_memo``:
+        job id -> ``_kind``, kept by a caller that evaluates the same jobs on the same state again (one call's window:
+        a job's kind reads only the job and the state's predictions, which do not change within a call)."""
         placement = self.placement
         if admitted is not None:
             fast: dict[int, tuple[tuple[int, ...], float]] = {}
@@ -146,19 +149,59 @@ class HorusPolicy(Policy):
                 admitted = placement.possible(jobs, load, state).tolist()
             fast = self._fast_choices(jobs, rows, admitted, load, state)
         kinds: dict[tuple[object, ...], Choice] | None = {} if self._choice_by_kind() else None
-        out: list[Choice] = []
+        if kinds is None or type(self)._choose_kinds is HorusPolicy._choose_kinds:
+            out: list[Choice] = []
+            for i, (job, ok) in enumerate(zip(jobs, admitted)):
+                if i in fast:
+                    choice = fast[i]
+                elif not ok:
+                    choice = None
+                elif kinds is None:
+                    choice = self.choose(job, load, state)
+                else:  # jobs alike get the same choice on the same load: one evaluation per kind
+                    if kind_memo is None:
+                        kind = self._kind(job, state)
+                    else:
+                        kind = kind_memo.get(job.spec.job_id)
+                        if kind is None:
+                            kind = kind_memo[job.spec.job_id] = self._kind(job, state)
+                    choice = kinds[kind] if kind in kinds else kinds.setdefault(kind, self.choose(job, load, state))
+                out.append(choice)
+            return out
+        # a subclass decides some kinds together (``_choose_kinds``): every job's kind first
+        of_job: list[tuple[object, ...] | None] = []
         for i, (job, ok) in enumerate(zip(jobs, admitted)):
+            if i in fast or not ok:
+                of_job.append(None)
+            elif kind_memo is None:
+                of_job.append(self._kind(job, state))
+            else:
+                kind = kind_memo.get(job.spec.job_id)
+                if kind is None:
+                    kind = kind_memo[job.spec.job_id] = self._kind(job, state)
+                of_job.append(kind)
+        firsts: dict[tuple[object, ...], QueuedJob] = {}
+        for job, kind in zip(jobs, of_job):
+            if kind is not None and kind not in firsts:
+                firsts[kind] = job
+        if len(firsts) > 1:
+            kinds.update(self._choose_kinds(firsts, load, state))
+        out = []
+        for i, (job, kind) in enumerate(zip(jobs, of_job)):
             if i in fast:
                 choice = fast[i]
-            elif not ok:
+            elif kind is None:
                 choice = None
-            elif kinds is None:
-                choice = self.choose(job, load, state)
             else:  # jobs alike get the same choice on the same load: one evaluation per kind
-                kind = self._kind(job, state)
                 choice = kinds[kind] if kind in kinds else kinds.setdefault(kind, self.choose(job, load, state))
             out.append(choice)
         return out
+
+    def _choose_kinds(self, firsts: dict[tuple[object, ...], QueuedJob], load: GPULoad,
+                      state: SchedulerState) -> dict[tuple[object, ...], Choice]:
+        """``choose`` of some of the jobs ``firsts`` (one per kind), decided together where a subclass can do so more
+        cheaply, with the same choices as one by one; kinds left out are chosen one by one (here: all of them)."""
+        return {}
 
     def _choice_by_kind(self) -> bool:
         """Whether ``choose`` depends on a job only through ``_kind``: true of this class's and of the classes that
@@ -216,6 +259,8 @@ class _Window:
         self.rows = np.zeros((self.size, 5))
         self.typed = np.zeros(self.size, dtype=bool)  # has a GPU-type request
         self.fast = policy._fast_path() and isinstance(policy.placement, HorusPlacement)
+        self.kinds: dict[str, tuple[object, ...]] = {}  # job id -> ``_kind`` (fixed within the call)
+        self.fast_memo: dict[tuple[float, float, float, int, int], np.ndarray] = {}  # ``_fast_costs``: key -> by seq
         self.head_seq = 0
         self.waiting = 0
         n = len(window)  # the window enters at once (``_enter`` of each, as arrays; ``size`` holds it)
@@ -302,13 +347,16 @@ class _Window:
         policy, placement, load, state = self.policy, self.policy.placement, self.load, self.state
         rows = self.rows[seqs]
         if self.fast and type(placement).possible is Placement.possible and placement.idle_fast_applies(load, state):
-            # as ``_choices``, with the jobs the idle fast path decides (all one-GPU ones) decided as one array
-            admitted = placement.possible_rows(rows, load, state)
-            one = admitted & (rows[:, 0] == 1) & ~self.typed[seqs]
+            # as ``_choices``, with the jobs the idle fast path decides (all one-GPU ones) decided as one array;
+            # ``possible`` admits every one-GPU job while a GPU is idle, so it is asked about the others only
+            one = (rows[:, 0] == 1) & ~self.typed[seqs]
+            if one.all():
+                admitted = one
+            else:
+                admitted = one.copy()
+                admitted[~one] = placement.possible_rows(rows[~one], load, state)
             if one.any():
-                at = seqs[one]
-                g, cost = placement.idle_fast_costs(rows[one], load, state)  # type: ignore[attr-defined]
-                self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
+                self._fast_costs(seqs[one], rows[one])
             out = seqs[~admitted]
             if len(out):
                 for seq in out.tolist():
@@ -318,9 +366,10 @@ class _Window:
             if not rest.any():
                 return
             seqs, rows = seqs[rest], rows[rest]
-            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, [True] * len(seqs))
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, [True] * len(seqs),
+                                      kind_memo=self.kinds)
         else:
-            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state)
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, kind_memo=self.kinds)
         for seq, choice in zip(seqs.tolist(), choices):
             self.multi.pop(seq, None)
             if choice is None:
@@ -333,6 +382,34 @@ class _Window:
             else:
                 self.gpu[seq] = -1
                 self.multi[seq] = gpus
+
+    def _fast_costs(self, at: np.ndarray, rows: np.ndarray) -> None:
+        """The idle fast path's choice of the one-GPU jobs ``at`` (``rows`` theirs). Its cost reads a job's row and
+        only the fast GPU's predicted utilization, memory and capacity and its node's idle count and size, so costs
+        are kept per such key and seq: a job costed under the same key before gets the same value again."""
+        placement, load, state = self.policy.placement, self.load, self.state
+        if len(at) <= 2:  # too few to pay for the memo: costed at once (the same values)
+            g, cost = placement.idle_fast_costs(rows, load, state)  # type: ignore[attr-defined]
+            self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
+            return
+        g, node = placement.fast_gpu()  # type: ignore[attr-defined]
+        key = (float(load.pred_util[g]), float(load.pred_mem_mib[g]), float(state.mem_capacity_mib[g]),
+               int(placement.node_idle[node]), int(placement.idx.node_size[node]))  # type: ignore[attr-defined]
+        kept = self.fast_memo.get(key)
+        if kept is None or len(kept) < self.size:
+            if len(self.fast_memo) >= 8:
+                self.fast_memo.clear()
+            grown = np.full(self.size, np.nan)
+            if kept is not None:
+                grown[:len(kept)] = kept
+            kept = self.fast_memo[key] = grown
+        cost = kept[at]
+        new = np.isnan(cost)
+        if new.any():
+            _, fresh = placement.idle_fast_costs(rows[new] if not new.all() else rows, load, state)  # type: ignore
+            cost[new] = fresh
+            kept[at[new]] = fresh
+        self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
 
     def window(self) -> list[QueuedJob]:
         """The waiting jobs of the window, in window order."""

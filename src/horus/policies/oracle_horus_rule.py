@@ -38,20 +38,27 @@ class TrueLoad:
 
     def sync(self, state: SchedulerState, solo: Any) -> None:
         running = state.running
-        # Lists in dict order, not set differences: float sums must not depend on string hashing.
+        # Lists in dict order, not set differences: float sums must not depend on string hashing. The changes go
+        # to the arrays as one ``np.add.at`` (unbuffered: element by element in this order, as one call per job).
+        at: list[int] = []
+        utils: list[float] = []
+        mems: list[float] = []
         for jid in [jid for jid in self.jobs if jid not in running]:
             gpus, util, mem = self.jobs.pop(jid)
-            self._add(gpus, -util, -mem)
+            at += gpus
+            utils += [-util] * len(gpus)
+            mems += [-mem] * len(gpus)
         for jid in [jid for jid in running if jid not in self.jobs]:
             run = running[jid]
             truth = solo(run.spec.job_type, state.cluster.gpus[run.gpus[0]].gpu_type)
             self.jobs[jid] = (run.gpus, truth.util, truth.mem_mib)
-            self._add(run.gpus, truth.util, truth.mem_mib)
-
-    def _add(self, gpus: tuple[int, ...], util: float, mem: float) -> None:
-        idx = np.asarray(gpus, dtype=np.int64)
-        np.add.at(self.util, idx, util)
-        np.add.at(self.mem, idx, mem)
+            at += run.gpus
+            utils += [truth.util] * len(run.gpus)
+            mems += [truth.mem_mib] * len(run.gpus)
+        if at:
+            idx = np.asarray(at, dtype=np.int64)
+            np.add.at(self.util, idx, np.asarray(utils, dtype=float))
+            np.add.at(self.mem, idx, np.asarray(mems, dtype=float))
 
 
 class OraclePlacement(HorusPlacement):
@@ -128,7 +135,7 @@ class OraclePolicy(HorusPolicy):
     def choose(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> Choice:
         if job.spec.num_gpus > 1:
             return self.placement.evaluate(job, load, state)
-        cost = self.placement.cost_per_gpu(job, load, state)
+        cost = self.placement.cost_per_gpu_kept(job, load, state)  # read only
         if cost is None:
             return None
         finite = np.flatnonzero(np.isfinite(cost))
@@ -150,10 +157,11 @@ class OraclePolicy(HorusPolicy):
 
     def _gain(self, job: QueuedJob, gpu: int, state: SchedulerState) -> float:
         """Change in the GPU's total normalized throughput if ``job`` joins it (alone: 1.0)."""
-        residents = [state.running[jid].spec.job_type for jid in state.residents[gpu]]
-        residents += self._planned_types.get(gpu, [])
-        if not residents:
+        running, planned = state.residents[gpu], self._planned_types.get(gpu)
+        if not running and not planned:
             return 1.0
+        residents = [state.running[jid].spec.job_type for jid in running]
+        residents += planned or []
         gpu_type = state.cluster.gpus[gpu].gpu_type
         truth = self._truth()
         before = sum(truth.colocated_throughput(residents, gpu_type))

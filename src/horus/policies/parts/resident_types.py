@@ -125,6 +125,33 @@ class ResidentTypes:
         if self._tables_for is not estimator or self._tables_types != n_types:
             self._tables_for, self._tables_types, self._tables = estimator, n_types, {}
         keys = self.sig_of_gpu[gpus] * n_types + idx.type_of_gpu[gpus]
+        return self._looked_up(estimator, job_type, keys, idx)
+
+    def added_losses_rows(self, estimator: SlowdownEstimator, row_types: list[str], gpus: np.ndarray,
+                          mask: np.ndarray, idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
+        """``added_losses`` of ``row_types[i]`` joining the residents of ``gpus[i, j]`` wherever ``mask[i, j]`` (2-D
+        arrays, one job type per row), in ``gpus[mask]`` order: the same table values, looked up per job type."""
+        n_types = len(idx.types)
+        if self._tables_for is not estimator or self._tables_types != n_types:
+            self._tables_for, self._tables_types, self._tables = estimator, n_types, {}
+        at = gpus[mask]
+        keys = self.sig_of_gpu[at] * n_types + idx.type_of_gpu[at]
+        distinct = list(dict.fromkeys(row_types))
+        if len(distinct) == 1:
+            return self._looked_up(estimator, distinct[0], keys, idx)
+        number = {t: i for i, t in enumerate(distinct)}
+        of_entry = np.array([number[t] for t in row_types])[np.nonzero(mask)[0]]
+        lost, own = np.empty(len(keys)), np.empty(len(keys))
+        for i, job_type in enumerate(distinct):
+            here = of_entry == i
+            lost[here], own[here] = self._looked_up(estimator, job_type, keys[here], idx)
+        return lost, own
+
+    def _looked_up(self, estimator: SlowdownEstimator, job_type: str, keys: np.ndarray,
+                   idx: ClusterIndex) -> tuple[np.ndarray, np.ndarray]:
+        """(loss, own throughput) of ``job_type`` at the (signature, GPU type) ``keys``, from its table (entries
+        never needed before computed by ``estimator.added_loss``)."""
+        n_types = len(idx.types)
         table = self._tables.get(job_type)
         size = len(self.sigs) * n_types
         if table is None or table.shape[1] < size:

@@ -70,7 +70,11 @@ class HorusPlacement(Placement):
         # per (k, util, memory): node bounds, and how many entries of _changed_nodes they include
         self._bounds: dict[tuple[int, float, float], tuple[np.ndarray, int]] = {}
         self._changed_nodes: list[np.ndarray] = []  # nodes whose rows changed since the bounds began
+        self._node_stamp: np.ndarray | None = None  # per node: 1 + the last entry of _changed_nodes naming it (0: none)
         self._rows_ready = False
+        self._kept_costs: dict[tuple[object, ...], tuple[np.ndarray, int, np.ndarray]] = {}  # ``cost_per_gpu_kept``
+        self._gen = 0  # update_added calls since ``update``
+        self._gen_nodes: np.ndarray | None = None  # per node: the last of them that changed it
 
     def update_added(self, load: GPULoad, state: SchedulerState, gpus: Sequence[int]) -> None:
         """``update`` after one worker was added on each of ``gpus``: what is already derived is redone for those
@@ -83,6 +87,11 @@ class HorusPlacement(Placement):
         self._fast_gpu = None
         idx = self.idx
         n_res, idle = load.n_residents, self.idle
+        self._gen += 1
+        if self._kept_costs:
+            if self._gen_nodes is None:
+                self._gen_nodes = np.zeros(len(idx.node_first), dtype=np.int64)
+            self._gen_nodes[idx.node_of_gpu[list(gpus)]] = self._gen
         for g in gpus:
             idle[g] = n_res[g] == 0
         nodes = sorted({int(idx.node_of_gpu[g]) for g in gpus})
@@ -94,23 +103,35 @@ class HorusPlacement(Placement):
             self._idle_key[node] = count if count > 0 else np.inf
         if not self._summary_ready:
             return
-        rescan_free = rescan_util = False
+        # The maximum and minimum are kept with how many GPUs hold them (None: not counted since the last scan,
+        # counted when a holder first changes): rescanned only when the last holder changed (many idle GPUs share
+        # the extreme values, so a start rarely takes the last one).
         for g in gpus:
             free = self.free_mib[g] = self.mem_limit_mib[g] - load.pred_mem_mib[g]
             is_open = self.open[g] = n_res[g] < self.max_residents
             open_free = free if is_open else -np.inf
             util_open = load.pred_util[g] if open_free > 0 else np.inf
-            rescan_free |= bool(self._open_free[g] == self.max_free_mib)
-            rescan_util |= bool(self._util_open[g] == self.min_util_open)
+            if self._open_free[g] == self.max_free_mib:
+                if self._n_max_free is None:  # counted when first needed after a scan
+                    self._n_max_free = int(np.count_nonzero(self._open_free == self.max_free_mib))
+                self._n_max_free -= 1
+            if self._util_open[g] == self.min_util_open:
+                if self._n_min_util is None:
+                    self._n_min_util = int(np.count_nonzero(self._util_open == self.min_util_open))
+                self._n_min_util -= 1
             self._open_free[g], self._util_open[g] = open_free, util_open
             if open_free > self.max_free_mib:
-                self.max_free_mib = float(open_free)
+                self.max_free_mib, self._n_max_free = float(open_free), 1
+            elif open_free == self.max_free_mib and self._n_max_free is not None:
+                self._n_max_free += 1
             if util_open < self.min_util_open:
-                self.min_util_open = float(util_open)
-        if rescan_free:
-            self.max_free_mib = float(self._open_free.max())
-        if rescan_util:
-            self.min_util_open = float(self._util_open.min())
+                self.min_util_open, self._n_min_util = float(util_open), 1
+            elif util_open == self.min_util_open and self._n_min_util is not None:
+                self._n_min_util += 1
+        if self._n_max_free is not None and self._n_max_free <= 0:  # the last holder changed: scan
+            self.max_free_mib, self._n_max_free = float(self._open_free.max()), None
+        if self._n_min_util is not None and self._n_min_util <= 0:
+            self.min_util_open, self._n_min_util = float(self._util_open.min()), None
         if not self._base_ready:
             return
         w = self.weights
@@ -126,7 +147,11 @@ class HorusPlacement(Placement):
         if not rows:
             self._bounds = {}
             return
-        self._changed_nodes.append(np.asarray(nodes, dtype=np.int64))  # node bounds: brought up to date when read
+        changed = np.asarray(nodes, dtype=np.int64)
+        self._changed_nodes.append(changed)  # node bounds: brought up to date when read
+        if self._node_stamp is None:
+            self._node_stamp = np.zeros(len(idx.node_first), dtype=np.int64)
+        self._node_stamp[changed] = len(self._changed_nodes)
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
@@ -163,20 +188,11 @@ class HorusPlacement(Placement):
         the cost of the feasible GPUs it is given (rows of nodes, in place; never lower: the bound must hold).
         Returns () when the job cannot be placed, None where this shortcut does not apply (negative weights, a
         job that needs an empty GPU, several card sizes, no node that fits: the general path decides)."""
-        k, w = job.spec.num_gpus, self.weights
-        if (needs_empty_gpu(job) or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None
-                or k > self.idx.node_gpus.shape[1]
-                or min(w.util, w.memory, w.corunners, w.node_fit, w.overload) < 0.0):
-            return None
-        if not self._summary_ready:
-            self._summarise()
-        inv_cap = self._one_inv_cap()
-        if inv_cap is None:
-            return None
-        loads = self.job_loads(job, state)
-        u, m = float(loads[0].util), float(loads[0].mem_mib)
-        if self.n_idle < k and (m > self.max_free_mib or u + self.min_util_open > self.util_cap):
-            return ()  # as cost_per_gpu: the summary rules it out
+        shape = self._bounded_shape(job, state)
+        if not isinstance(shape, list):
+            return shape
+        k, u, m, inv_cap = shape
+        w = self.weights
         overload = self.util_cap > 1.0 or u > 1.0
         key = (k, u, m)
         bound = self._node_bound(key, inv_cap).copy()
@@ -219,6 +235,87 @@ class HorusPlacement(Placement):
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
         return tuple(int(g) for g in chosen), best
 
+    def _bounded_shape(self, job: QueuedJob, state: SchedulerState) -> list | tuple[()] | None:
+        """``bounded_choice``'s checks before costing nodes: [k, util, memory, inv_cap] of the job where it goes on
+        to cost nodes, else its answer (None: the shortcut does not apply; (): the summary rules the job out)."""
+        k, w = job.spec.num_gpus, self.weights
+        if (needs_empty_gpu(job) or len(self.idx.types) != 1 or job.spec.gpu_type_request is not None
+                or k > self.idx.node_gpus.shape[1]
+                or min(w.util, w.memory, w.corunners, w.node_fit, w.overload) < 0.0):
+            return None
+        if not self._summary_ready:
+            self._summarise()
+        inv_cap = self._one_inv_cap()
+        if inv_cap is None:
+            return None
+        loads = self.job_loads(job, state)
+        u, m = float(loads[0].util), float(loads[0].mem_mib)
+        if self.n_idle < k and (m > self.max_free_mib or u + self.min_util_open > self.util_cap):
+            return ()  # as cost_per_gpu: the summary rules it out
+        return [k, u, m, inv_cap]
+
+    def bounded_many(self, jobs: Sequence[QueuedJob], load: GPULoad, state: SchedulerState,
+                     adjust: Callable[[list[int], np.ndarray, np.ndarray], None] | None = None
+                     ) -> list[tuple[tuple[int, ...], float] | tuple[()] | None | bool]:
+        """``bounded_choice(job, adjust=...)`` of each of ``jobs`` where the first node costed settles its search,
+        the jobs of one GPU count searched as one array (``_bounded_group``); False where it does not (the caller
+        asks ``bounded_choice`` itself). ``adjust(rows, cost, gpus)``: the adjustment of ``bounded_choice`` for the
+        jobs at ``rows`` (positions in ``jobs``), one per row of ``cost`` and ``gpus`` (in place, never lower)."""
+        out: list[tuple[tuple[int, ...], float] | tuple[()] | None | bool] = [False] * len(jobs)
+        groups: dict[int, list[tuple[int, float, float, float]]] = {}
+        for i, job in enumerate(jobs):
+            shape = self._bounded_shape(job, state)
+            if not isinstance(shape, list):
+                out[i] = shape
+            else:
+                groups.setdefault(shape[0], []).append((i, shape[1], shape[2], shape[3]))
+        for k, group in groups.items():
+            where = [g[0] for g in group]
+            rows_adjust = None if adjust is None else (lambda cost, gpus, where=where: adjust(where, cost, gpus))
+            for i, choice in zip(where, self._bounded_group(k, group, load, rows_adjust)):
+                out[i] = False if choice is None else choice
+        return out
+
+    def _bounded_group(self, k: int, group: list[tuple[int, float, float, float]], load: GPULoad,
+                       adjust: Adjust | None = None) -> list[tuple[tuple[int, ...], float] | None]:
+        """``bounded_choice`` of jobs of k GPUs (index, util, memory, inv_cap each), as arrays; None for a job whose
+        search the first node does not settle (its caller evaluates it alone). ``adjust(cost, gpus)``: rows of the
+        jobs in order (``bounded_choice``'s adjustment of each job on its row).
+
+        Each job's least node bound (``_node_bounds``, first lowest node) is costed exactly (the same float
+        operations per element as ``bounded_choice``; numpy sums each row's k sorted costs as it sums one node's) and
+        the next lowest bound checked: where no other node can beat or tie it, that is ``bounded_choice``'s answer."""
+        w, idx = self.weights, self.idx
+        bound = self._node_bounds(k, [g[1] for g in group], [g[2] for g in group], group[0][3])
+        n = len(group)
+        at = np.arange(n)
+        u = np.array([g[1] for g in group])[:, None]
+        m = np.array([g[2] for g in group])[:, None]
+        nodes = np.argmin(bound, axis=1)
+        first = bound[at, nodes]
+        gpus = idx.node_gpus[nodes]
+        cost = self.base_cost[gpus] + w.util * u + (w.memory * m) * self.inv_cap[gpus]
+        util_after = load.pred_util[gpus] + u
+        overload = (u > 1.0)[:, 0] if self.util_cap <= 1.0 else np.ones(n, dtype=bool)
+        if overload.any():
+            cost = np.where(overload[:, None], cost + w.overload * np.maximum(util_after - 1.0, 0.0), cost)
+        feasible = (self.free_mib[gpus] >= m) & self.open[gpus] & (util_after <= self.util_cap)
+        feasible |= self.idle[gpus]
+        padded = np.where(feasible & ~idx.node_pad[nodes], cost, np.inf)
+        if adjust is not None:
+            adjust(padded, gpus)
+        ordered = np.sort(padded, axis=1)
+        total = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
+        bound[at, nodes] = np.inf
+        second = np.argmin(bound, axis=1)
+        after = bound[at, second]
+        settled = (np.isfinite(first) & np.isfinite(total)
+                   & (~np.isfinite(after) | (after > total) | ((after == total) & (second > nodes))))
+        # each row's k GPUs as bounded_choice picks them (a stable argsort of its costs, row by row)
+        chosen = np.take_along_axis(gpus, np.argsort(padded, axis=1, kind="stable")[:, :k], axis=1).tolist()
+        return [(tuple(chosen[j]), t) if ok else None
+                for j, (ok, t) in enumerate(zip(settled.tolist(), total.tolist()))]
+
     def _gpu_costs(self, load: GPULoad, at: np.ndarray | slice, u: float, m: float,
                    overload: bool) -> tuple[np.ndarray, np.ndarray]:
         """(cost, feasible) of placing a worker of predicted utilization ``u`` and memory ``m`` on the GPUs ``at``
@@ -257,10 +354,33 @@ class HorusPlacement(Placement):
             return kept[0]
         else:
             bound = kept[0]
-            nodes = changed[kept[1]] if kept[1] + 1 == len(changed) else np.unique(np.concatenate(changed[kept[1]:]))
+            # the nodes changed since (ascending, once each): those whose last change came after ``kept``
+            nodes = changed[kept[1]] if kept[1] + 1 == len(changed) else np.flatnonzero(self._node_stamp > kept[1])
             bound[nodes] = (rows[nodes] + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)
         self._bounds[key] = (bound, len(changed))
         return bound
+
+    def _node_bounds(self, k: int, us: list[float], ms: list[float], inv_cap: float) -> np.ndarray:
+        """``_node_bound`` of the shapes (k, us[i], ms[i]) as the rows of one new array; the kept bounds behind are
+        brought up to date together (the same float operations per element as one by one)."""
+        w = self.weights
+        rows = self._node_rows()
+        changed = self._changed_nodes
+        now = len(changed)
+        keys = [(k, u, m) for u, m in zip(us, ms)]
+        kept = [self._bounds.get(key) for key in keys]
+        behind = [i for i, entry in enumerate(kept) if entry is not None and entry[1] != now]
+        if behind:
+            since = min(kept[i][1] for i in behind)  # type: ignore[index]
+            nodes = changed[since] if since + 1 == now else np.flatnonzero(self._node_stamp > since)
+            u = np.array([us[i] for i in behind])[:, None, None]
+            m = np.array([ms[i] for i in behind])[:, None, None]
+            values = (rows[nodes][None, :, :] + w.util * u + (w.memory * m) * inv_cap)[:, :, :k].sum(axis=2)
+            for j, i in enumerate(behind):
+                bound = kept[i][0]  # type: ignore[index]
+                bound[nodes] = values[j]  # a node changed before this bound's last update: the same value again
+                self._bounds[keys[i]] = (bound, now)
+        return np.stack([self._node_bound(key, inv_cap) for key in keys])
 
     def _one_inv_cap(self) -> float | None:
         """``inv_cap`` when every GPU has the same card size, else None."""
@@ -336,13 +456,24 @@ class HorusPlacement(Placement):
         w = self.weights
         return bool(self.n_idle) and len(self.idx.types) == 1 and w.corunners > w.node_fit
 
-    def idle_fast_costs(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> tuple[int, np.ndarray]:
-        """The idle fast path's GPU and its cost for jobs with these ``requests`` rows (where
-        ``idle_fast_applies``; one-GPU jobs without a GPU-type request)."""
-        w = self.weights
+    def fast_gpu(self) -> tuple[int, int]:
+        """The idle fast path's GPU and its node (where ``idle_fast_applies``)."""
         if self._fast_gpu is None:  # the same GPU for every job until the load changes
             self._fast_gpu = self._first_idle_gpu()
-        g, node = self._fast_gpu
+        return self._fast_gpu
+
+    def idle_fast_costs(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> tuple[int, np.ndarray]:
+        """The idle fast path's GPU and its cost for jobs with these ``requests`` rows (where
+        ``idle_fast_applies``; one-GPU jobs without a GPU-type request). The cost reads of the GPU only its predicted
+        utilization, memory and capacity and its node's idle count and size."""
+        w = self.weights
+        g, node = self.fast_gpu()
+        if len(rows) == 1:  # the same operations on Python floats (IEEE doubles: the same value), without arrays
+            after = float(load.pred_util[g]) + float(rows[0, 2])
+            one = (w.util * after + w.overload * max(after - 1.0, 0.0)
+                   + w.memory * (float(load.pred_mem_mib[g]) + float(rows[0, 1])) / float(state.mem_capacity_mib[g])
+                   + w.node_fit * float(self.node_idle[node]) / float(self.idx.node_size[node]))
+            return g, np.array([one])
         util_after = load.pred_util[g] + rows[:, 2]
         cost = (w.util * util_after + w.overload * np.maximum(util_after - 1.0, 0.0)
                 + w.memory * (load.pred_mem_mib[g] + rows[:, 1]) / state.mem_capacity_mib[g]
@@ -362,6 +493,8 @@ class HorusPlacement(Placement):
         self._util_open = np.where(open_free > 0, load.pred_util, np.inf)
         self.max_free_mib = float(open_free.max()) if len(open_free) else 0.0
         self.min_util_open = float(self._util_open.min()) if len(open_free) else np.inf
+        self._n_max_free: int | None = None  # GPUs holding the maximum / minimum: counted when first needed
+        self._n_min_util: int | None = None
         self._summary_ready = True
 
     def _ensure_base_cost(self) -> None:
@@ -401,6 +534,66 @@ class HorusPlacement(Placement):
             fits = (free[None, :] >= mem_r[:, None]) & (used[None, :] + util_r[:, None] <= self.util_cap)
             ok[rest] = self.n_idle + np.count_nonzero(fits, axis=1) >= k[rest]
         return ok
+
+    def cost_per_gpu_kept(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        """``cost_per_gpu`` as a read-only array kept per job shape until ``update``: on a cluster of one GPU type a
+        job's costs read only its predicted utilization and memory, whether it needs an empty GPU, its GPU-type
+        request and the per-GPU summary, so a kept array is brought up to date on the nodes ``update_added``
+        changed since (the same float operations per element). The caller must not write to it."""
+        if (len(self.idx.types) != 1 or type(self).cost_per_gpu is not HorusPlacement.cost_per_gpu
+                or load is not self._load or state is not self._state):  # kept for the load the summary follows
+            return self.cost_per_gpu(job, load, state)
+        if not self._summary_ready:
+            self._summarise()
+        spec = job.spec
+        loads = self.job_loads(job, state)
+        if self.n_idle < spec.num_gpus:
+            if min(p.mem_mib for p in loads) > self.max_free_mib or needs_empty_gpu(job):
+                return None
+            if min(p.util for p in loads) + self.min_util_open > self.util_cap:
+                return None
+        self._ensure_base_cost()
+        u, m = float(loads[0].util), float(loads[0].mem_mib)
+        key = (u, m, needs_empty_gpu(job), spec.gpu_type_request)
+        kept = self._kept_costs.get(key)
+        if kept is not None and kept[2] is self.base_cost and kept[1] == self._gen:
+            return kept[0]
+        nodes = None
+        if kept is not None and kept[2] is self.base_cost and self._gen_nodes is not None:
+            nodes = np.flatnonzero(self._gen_nodes > kept[1])
+            if 8 * len(nodes) > len(self._gen_nodes):  # many changed: costing every GPU is as cheap
+                nodes = None
+        if nodes is None:
+            cost = self.cost_per_gpu(job, load, state)
+            if cost is None:
+                return None
+            cost.setflags(write=False)
+        else:
+            cost = kept[0]  # type: ignore[index]
+            rows = self.idx.node_gpus[nodes]
+            at = rows[~self.idx.node_pad[nodes]]
+            w = self.weights
+            part = self.base_cost[at] + w.util * u + (w.memory * m) * self.inv_cap[at]
+            util_after = load.pred_util[at] + u
+            if self.util_cap > 1.0 or u > 1.0:
+                part = part + w.overload * np.maximum(util_after - 1.0, 0.0)
+            if needs_empty_gpu(job):
+                feasible = self.idle[at]
+            else:
+                feasible = (self.free_mib[at] >= m) & self.open[at] & (util_after <= self.util_cap)
+                feasible |= self.idle[at]
+            allowed = self.idx.allowed(spec)
+            if allowed is not None:
+                feasible = feasible & allowed[at]
+            cost.setflags(write=True)
+            cost[at] = np.where(feasible, part, np.inf)
+            cost.setflags(write=False)
+        if len(self._kept_costs) > 256:
+            self._kept_costs.clear()
+        self._kept_costs[key] = (cost, self._gen, self.base_cost)
+        if self._gen_nodes is None:
+            self._gen_nodes = np.zeros(len(self.idx.node_first), dtype=np.int64)
+        return cost
 
     def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         if not self._summary_ready:
