@@ -4,6 +4,7 @@ reference; ``horus`` (``horus_adaptive``) co-locates only where predicted gain a
 
 from __future__ import annotations
 
+import math
 from itertools import islice
 from typing import Any
 
@@ -255,9 +256,11 @@ class _Window:
         self.alive = np.zeros(self.size, dtype=bool)  # has a choice
         self.gpu = np.full(self.size, -1, dtype=np.int64)  # the GPU of a one-GPU choice
         self.multi: dict[int, tuple[int, ...]] = {}  # seq -> the GPUs of a choice of several
+        self.on_gpu: dict[int, set[int]] = {}  # GPU -> the seqs of ``multi`` whose choice uses it
         self.done = np.zeros(self.size, dtype=bool)  # started
         self.rows = np.zeros((self.size, 5))
         self.typed = np.zeros(self.size, dtype=bool)  # has a GPU-type request
+        self.one = np.zeros(self.size, dtype=bool)  # one GPU, no GPU-type request (the idle fast path's jobs)
         self.fast = policy._fast_path() and isinstance(policy.placement, HorusPlacement)
         self.kinds: dict[str, tuple[object, ...]] = {}  # job id -> ``_kind`` (fixed within the call)
         self.fast_memo: dict[tuple[float, float, float, int, int], np.ndarray] = {}  # ``_fast_costs``: key -> by seq
@@ -268,6 +271,7 @@ class _Window:
             self.jobs = list(window)
             self.rows[:n] = policy.placement.requests(window, state)
             self.typed[:n] = [job.spec.gpu_type_request is not None for job in window]
+            self.one[:n] = (self.rows[:n, 0] == 1) & ~self.typed[:n]
             self.waiting = n
         fresh = [i for i, job in enumerate(window) if job.spec.job_id not in blocked] if blocked else \
             list(range(len(window)))
@@ -279,7 +283,8 @@ class _Window:
             self._grow()
         self.jobs.append(job)
         self.rows[seq] = row
-        self.typed[seq] = job.spec.gpu_type_request is not None
+        self.typed[seq] = typed = job.spec.gpu_type_request is not None
+        self.one[seq] = row[0] == 1 and not typed
         self.waiting += 1
         return seq
 
@@ -292,6 +297,7 @@ class _Window:
         self.done = np.concatenate((self.done, np.zeros(n, dtype=bool)))
         self.rows = np.concatenate((self.rows, np.zeros((n, 5))))
         self.typed = np.concatenate((self.typed, np.zeros(n, dtype=bool)))
+        self.one = np.concatenate((self.one, np.zeros(n, dtype=bool)))
 
     def append(self, job: QueuedJob) -> None:
         """A job refills the window (evaluated by the next ``choose`` of ``stale``)."""
@@ -307,7 +313,7 @@ class _Window:
         """The waiting job of least cost (ties: entered first), -1 when none has a choice."""
         n = len(self.jobs)
         at = int(np.argmin(self.cost[:n]))
-        if self.alive[at] and np.isfinite(self.cost[at]):
+        if self.alive[at] and math.isfinite(self.cost[at]):
             return at
         live = np.flatnonzero(self.alive[:n])  # costs not finite: the first least by Python's comparisons
         if not len(live):
@@ -315,8 +321,8 @@ class _Window:
         return min(live.tolist(), key=lambda i: float(self.cost[i]))
 
     def start(self, seq: int) -> tuple[QueuedJob, tuple[int, ...]]:
-        gpus = self.multi.pop(seq, None) or (int(self.gpu[seq]),)
-        self._drop(np.asarray([seq]))
+        gpus = self._unmulti(seq) or (int(self.gpu[seq]),)
+        self.alive[seq], self.cost[seq], self.gpu[seq] = False, np.inf, -1
         self.done[seq] = True
         self.waiting -= 1
         return self.jobs[seq], gpus
@@ -326,52 +332,64 @@ class _Window:
         self.cost[seqs] = np.inf
         self.gpu[seqs] = -1
 
+    def _unmulti(self, seq: int) -> tuple[int, ...] | None:
+        """Forget the choice of several GPUs of ``seq`` (returned; None if it has none)."""
+        gpus = self.multi.pop(seq, None)
+        if gpus is not None:
+            for g in gpus:
+                self.on_gpu[g].discard(seq)
+        return gpus
+
+    def _set_multi(self, seq: int, gpus: tuple[int, ...]) -> None:
+        self.multi[seq] = gpus
+        for g in gpus:
+            self.on_gpu.setdefault(g, set()).add(seq)
+
     def stale(self, gpus: tuple[int, ...], refilled: bool) -> np.ndarray:
         """Window jobs whose choice used any of ``gpus`` (ascending), and the job that refilled it."""
         n, head = len(self.jobs), self.head_seq  # no choice before the head: all started
         one = self.gpu[head:n]
-        hit = one == gpus[0] if len(gpus) == 1 else np.isin(one, gpus)
-        found = (np.flatnonzero(hit) + head).tolist()
-        if self.multi:
-            touched = set(gpus)
-            found += [seq for seq, used in self.multi.items() if not touched.isdisjoint(used)]
-            found.sort()
+        found = np.flatnonzero(one == gpus[0] if len(gpus) == 1 else np.isin(one, gpus))
+        found += head
+        several = [seq for g in gpus for seq in self.on_gpu.get(g, ())]
+        if several:
+            found = np.unique(np.concatenate((found, several)))  # ascending, once each
         if refilled:
-            found.append(n - 1)
-        return np.asarray(found, dtype=np.int64)
+            found = np.append(found, n - 1)
+        return found
 
     def choose(self, seqs: np.ndarray) -> None:
         """(Re-)evaluate the window jobs ``seqs`` on the planned load."""
         if not len(seqs):
             return
         policy, placement, load, state = self.policy, self.policy.placement, self.load, self.state
-        rows = self.rows[seqs]
         if self.fast and type(placement).possible is Placement.possible and placement.idle_fast_applies(load, state):
             # as ``_choices``, with the jobs the idle fast path decides (all one-GPU ones) decided as one array;
             # ``possible`` admits every one-GPU job while a GPU is idle, so it is asked about the others only
-            one = (rows[:, 0] == 1) & ~self.typed[seqs]
+            one = self.one[seqs]
             if one.all():
-                admitted = one
-            else:
-                admitted = one.copy()
-                admitted[~one] = placement.possible_rows(rows[~one], load, state)
-            if one.any():
-                self._fast_costs(seqs[one], rows[one])
-            out = seqs[~admitted]
-            if len(out):
-                for seq in out.tolist():
-                    self.multi.pop(seq, None)
-                self._drop(out)
-            rest = admitted & ~one
-            if not rest.any():
+                self._fast_costs(seqs)
                 return
-            seqs, rows = seqs[rest], rows[rest]
+            if one.any():
+                self._fast_costs(seqs[one])
+            seqs = seqs[~one]
+            rows = self.rows[seqs]
+            admitted = placement.possible_rows(rows, load, state)
+            if not admitted.all():
+                out = seqs[~admitted]
+                for seq in out.tolist():
+                    self._unmulti(seq)
+                self._drop(out)
+                seqs, rows = seqs[admitted], rows[admitted]
+                if not len(seqs):
+                    return
             choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, [True] * len(seqs),
                                       kind_memo=self.kinds)
         else:
-            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, kind_memo=self.kinds)
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], self.rows[seqs], load, state,
+                                      kind_memo=self.kinds)
         for seq, choice in zip(seqs.tolist(), choices):
-            self.multi.pop(seq, None)
+            self._unmulti(seq)
             if choice is None:
                 self.alive[seq], self.cost[seq], self.gpu[seq] = False, np.inf, -1
                 continue
@@ -381,15 +399,15 @@ class _Window:
                 self.gpu[seq] = gpus[0]
             else:
                 self.gpu[seq] = -1
-                self.multi[seq] = gpus
+                self._set_multi(seq, gpus)
 
-    def _fast_costs(self, at: np.ndarray, rows: np.ndarray) -> None:
-        """The idle fast path's choice of the one-GPU jobs ``at`` (``rows`` theirs). Its cost reads a job's row and
+    def _fast_costs(self, at: np.ndarray) -> None:
+        """The idle fast path's choice of the one-GPU jobs ``at``. Its cost reads a job's row and
         only the fast GPU's predicted utilization, memory and capacity and its node's idle count and size, so costs
         are kept per such key and seq: a job costed under the same key before gets the same value again."""
         placement, load, state = self.policy.placement, self.load, self.state
         if len(at) <= 2:  # too few to pay for the memo: costed at once (the same values)
-            g, cost = placement.idle_fast_costs(rows, load, state)  # type: ignore[attr-defined]
+            g, cost = placement.idle_fast_costs(self.rows[at], load, state)  # type: ignore[attr-defined]
             self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
             return
         g, node = placement.fast_gpu()  # type: ignore[attr-defined]
@@ -406,7 +424,7 @@ class _Window:
         cost = kept[at]
         new = np.isnan(cost)
         if new.any():
-            _, fresh = placement.idle_fast_costs(rows[new] if not new.all() else rows, load, state)  # type: ignore
+            _, fresh = placement.idle_fast_costs(self.rows[at[new]], load, state)  # type: ignore
             cost[new] = fresh
             kept[at[new]] = fresh
         self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
