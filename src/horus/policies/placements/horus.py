@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -74,6 +75,7 @@ class HorusPlacement(Placement):
         self._changed_nodes: list[np.ndarray] = []  # nodes whose rows changed since the bounds began
         self._node_stamp: np.ndarray | None = None  # per node: 1 + the last entry of _changed_nodes naming it (0: none)
         self._rows_ready = False
+        self._dirty: set[int] = set()  # nodes whose base costs and rows ``update_added`` left to ``_flush_nodes``
         self._kept_costs: dict[tuple[object, ...], tuple[np.ndarray, int, np.ndarray]] = {}  # ``cost_per_gpu_kept``
         self._gen = 0  # update_added calls since ``update``
         self._gen_nodes: np.ndarray | None = None  # per node: the last of them that changed it
@@ -134,26 +136,33 @@ class HorusPlacement(Placement):
             self.max_free_mib, self._n_max_free = float(self._open_free.max()), None
         if self._n_min_util is not None and self._n_min_util <= 0:
             self.min_util_open, self._n_min_util = float(self._util_open.min()), None
-        if not self._base_ready:
+        if self._base_ready:
+            self._dirty.update(nodes)  # base costs and node rows: brought up to date when read (``_flush_nodes``)
+
+    def _flush_nodes(self) -> None:
+        """The base costs (and node rows, where kept) of the nodes ``update_added`` changed since they were last read,
+        redone from the current load and idle counts (the same float operations per element as ``_ensure_base_cost``
+        and ``_node_rows``: a node's values depend only on its own GPUs, so redoing them once for several starts
+        gives what redoing them after each would)."""
+        if not self._dirty:
             return
-        w = self.weights
-        rows = self._rows_ready
-        for node, first, end in spans:
-            here = slice(first, end)
-            base = self.base_cost[here] = (w.util * load.pred_util[here] + (w.memory * load.pred_mem_mib[here])
-                                           * self.inv_cap[here] + w.corunners * n_res[here]
-                                           + w.node_fit * self.node_idle[node] / idx.node_size[node])
-            if rows:
-                values = self._rows_values[here] = np.where(idle[here] | self.open[here], base, np.inf)
-                self._rows[node, :end - first] = np.sort(values)
-        if not rows:
+        idx, w, load = self.idx, self.weights, self._load
+        nodes = np.fromiter(sorted(self._dirty), dtype=np.int64, count=len(self._dirty))
+        self._dirty.clear()
+        gpus, pad = idx.node_gpus[nodes], idx.node_pad[nodes]
+        at = gpus[~pad]  # node by node, ascending
+        term = np.repeat(w.node_fit * self.node_idle[nodes] / idx.node_size[nodes], idx.node_size[nodes])
+        base = self.base_cost[at] = (w.util * load.pred_util[at] + (w.memory * load.pred_mem_mib[at]) * self.inv_cap[at]
+                                     + w.corunners * load.n_residents[at] + term)
+        if not self._rows_ready:
             self._bounds, self._sums = {}, {}
             return
-        changed = np.asarray(nodes, dtype=np.int64)
-        self._changed_nodes.append(changed)  # node bounds: brought up to date when read
+        self._rows_values[at] = np.where(self.idle[at] | self.open[at], base, np.inf)
+        self._rows[nodes] = np.sort(np.where(pad, np.inf, self._rows_values[gpus]), axis=1)
+        self._changed_nodes.append(nodes)  # node bounds: brought up to date when read
         if self._node_stamp is None:
             self._node_stamp = np.zeros(len(idx.node_first), dtype=np.int64)
-        self._node_stamp[changed] = len(self._changed_nodes)
+        self._node_stamp[nodes] = len(self._changed_nodes)
 
     def _ensure_idle(self) -> None:
         if not self._idle_ready:
@@ -264,17 +273,17 @@ class HorusPlacement(Placement):
             seen[0] = now
         singles = 0
         while True:
-            node = int(np.argmin(value))
-            least = value[node]
-            if not np.isfinite(least):
+            node = int(value.argmin())
+            least = float(value[node])
+            if not math.isfinite(least):
                 return None  # no single node fits: the general path (spanning nodes) decides
             if exact[node]:
-                return tuple(chosen[node].tolist()), float(least)
+                return tuple(chosen[node].tolist()), least
             if singles < 2:  # one node: its GPUs as a slice (the same values as the rows below)
                 singles += 1
                 total, padded = self._node_sum(load, node, k, u, m, overload)
                 value[node], exact[node] = total, True
-                if np.isfinite(total):
+                if math.isfinite(total):
                     chosen[node] = idx.node_gpus[node][np.argsort(padded, kind="stable")[:k]]
                 continue
             found = value[exact]
@@ -451,6 +460,7 @@ class HorusPlacement(Placement):
         """Per node: the ascending ``base_cost`` of its GPUs that are idle or open (inf past them); rows are
         re-sorted only for nodes whose values changed."""
         if self._rows_ready:
+            self._flush_nodes()
             return self._rows
         self._ensure_base_cost()
         values = np.where(self.idle | self.open, self.base_cost, np.inf)
@@ -556,7 +566,9 @@ class HorusPlacement(Placement):
 
     def _ensure_base_cost(self) -> None:
         """Cost terms that do not depend on the job being placed (needed only to score GPUs)."""
-        if not self._base_ready:
+        if self._base_ready:
+            self._flush_nodes()
+        else:
             if not self._summary_ready:
                 self._summarise()
             load, w = self._load, self.weights
