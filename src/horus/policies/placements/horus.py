@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -70,8 +69,6 @@ class HorusPlacement(Placement):
         self._fast_gpu: tuple[int, int] | None = None
         # per (k, util, memory): node bounds, and how many entries of _changed_nodes they include
         self._bounds: dict[tuple[int, float, float], tuple[np.ndarray, int]] = {}
-        # per (k, util, memory): node sums as ``_node_bound`` keeps them but exact where found so (``_kept_choice``)
-        self._sums: dict[tuple[int, float, float], tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]] = {}
         self._changed_nodes: list[np.ndarray] = []  # nodes whose rows changed since the bounds began
         self._node_stamp: np.ndarray | None = None  # per node: 1 + the last entry of _changed_nodes naming it (0: none)
         self._rows_ready = False
@@ -155,7 +152,7 @@ class HorusPlacement(Placement):
         base = self.base_cost[at] = (w.util * load.pred_util[at] + (w.memory * load.pred_mem_mib[at]) * self.inv_cap[at]
                                      + w.corunners * load.n_residents[at] + term)
         if not self._rows_ready:
-            self._bounds, self._sums = {}, {}
+            self._bounds = {}
             return
         self._rows_values[at] = np.where(self.idle[at] | self.open[at], base, np.inf)
         self._rows[nodes] = np.sort(np.where(pad, np.inf, self._rows_values[gpus]), axis=1)
@@ -206,8 +203,6 @@ class HorusPlacement(Placement):
         w = self.weights
         overload = self.util_cap > 1.0 or u > 1.0
         key = (k, u, m)
-        if adjust is None:
-            return self._kept_choice(load, key, inv_cap, overload)
         bound = self._node_bound(key, inv_cap).copy()
         best, best_node, chunk = np.inf, -1, 1
         found: np.ndarray | None = None
@@ -247,59 +242,6 @@ class HorusPlacement(Placement):
             return None  # no single node fits: the general path (spanning nodes) decides
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
         return tuple(int(g) for g in chosen), best
-
-    def _kept_choice(self, load: GPULoad, key: tuple[int, float, float], inv_cap: float,
-                     overload: bool) -> tuple[tuple[int, ...], float] | None:
-        """``bounded_choice`` without an adjustment, its node sums kept per job shape across the call: each node's
-        lower bound (``_node_bound``'s value) until its exact sum is found, which is kept (with its k GPUs) until the
-        node changes. The least (value, node) is the choice once its value is exact: every other node's exact sum is at
-        least its value, and ties go to the lower node, as in ``bounded_choice``. Nodes are costed exactly (the same
-        float operations) one at a time, then, past two, all whose value does not exceed the least exact one found."""
-        k, u, m = key
-        w, idx = self.weights, self.idx
-        rows = self._node_rows()
-        kept = self._sums.get(key)
-        now = len(self._changed_nodes)
-        if kept is None:
-            value = (rows + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)
-            exact = np.zeros(len(value), dtype=bool)
-            chosen = np.zeros((len(value), k), dtype=np.int64)
-            kept = self._sums[key] = (value, exact, chosen, [now])
-        value, exact, chosen, seen = kept
-        if seen[0] != now:  # nodes changed since: back to their (new) bounds
-            nodes = self._changed_nodes[seen[0]] if seen[0] + 1 == now else np.flatnonzero(self._node_stamp > seen[0])
-            value[nodes] = (rows[nodes] + w.util * u + (w.memory * m) * inv_cap)[:, :k].sum(axis=1)
-            exact[nodes] = False
-            seen[0] = now
-        singles = 0
-        while True:
-            node = int(value.argmin())
-            least = float(value[node])
-            if not math.isfinite(least):
-                return None  # no single node fits: the general path (spanning nodes) decides
-            if exact[node]:
-                return tuple(chosen[node].tolist()), least
-            if singles < 2:  # one node: its GPUs as a slice (the same values as the rows below)
-                singles += 1
-                total, padded = self._node_sum(load, node, k, u, m, overload)
-                value[node], exact[node] = total, True
-                if math.isfinite(total):
-                    chosen[node] = idx.node_gpus[node][np.argsort(padded, kind="stable")[:k]]
-                continue
-            found = value[exact]
-            ceiling = found.min() if len(found) else np.inf
-            if np.isfinite(ceiling):
-                part = np.flatnonzero(~exact & (value <= ceiling))
-            else:
-                open_ = np.flatnonzero(~exact & np.isfinite(value))
-                part = open_ if len(open_) <= 16 else open_[np.argpartition(value[open_], 16)[:16]]
-            gpus = idx.node_gpus[part]
-            cost, feasible = self._gpu_costs(load, gpus, u, m, overload)
-            padded = np.where(idx.node_pad[part] | ~feasible, np.inf, cost)
-            ordered = np.sort(padded, axis=1)
-            value[part] = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
-            exact[part] = True
-            chosen[part] = np.take_along_axis(gpus, np.argsort(padded, axis=1, kind="stable")[:, :k], axis=1)
 
     def _bounded_shape(self, job: QueuedJob, state: SchedulerState) -> list | tuple[()] | None:
         """``bounded_choice``'s checks before costing nodes: [k, util, memory, inv_cap] of the job where it goes on
