@@ -554,15 +554,10 @@ class HorusPlacement(Placement):
         if (len(self.idx.types) != 1 or type(self).cost_per_gpu is not HorusPlacement.cost_per_gpu
                 or load is not self._load or state is not self._state):  # kept for the load the summary follows
             return self.cost_per_gpu(job, load, state)
-        if not self._summary_ready:
-            self._summarise()
         spec = job.spec
-        loads = self.job_loads(job, state)
-        if self.n_idle < spec.num_gpus:
-            if min(p.mem_mib for p in loads) > self.max_free_mib or needs_empty_gpu(job):
-                return None
-            if min(p.util for p in loads) + self.min_util_open > self.util_cap:
-                return None
+        loads = self._screened_loads(job, state)
+        if loads is None:
+            return None
         self._ensure_base_cost()
         u, m = float(loads[0].util), float(loads[0].mem_mib)
         key = (u, m, needs_empty_gpu(job), spec.gpu_type_request)
@@ -606,16 +601,24 @@ class HorusPlacement(Placement):
             self._gen_nodes = np.zeros(len(self.idx.node_first), dtype=np.int64)
         return cost
 
-    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+    def _screened_loads(self, job: QueuedJob, state: SchedulerState) -> list[Prediction] | None:
+        """The job's predicted per-GPU loads, or None where the per-GPU summary alone says it fits nowhere (too few
+        idle GPUs for its gang and no open GPU with the memory or utilization headroom it needs)."""
         if not self._summary_ready:
             self._summarise()
-        spec = job.spec
         loads = self.job_loads(job, state)
-        if self.n_idle < spec.num_gpus:
+        if self.n_idle < job.spec.num_gpus:
             if min(p.mem_mib for p in loads) > self.max_free_mib or needs_empty_gpu(job):
                 return None
             if min(p.util for p in loads) + self.min_util_open > self.util_cap:
                 return None
+        return loads
+
+    def cost_per_gpu(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        spec = job.spec
+        loads = self._screened_loads(job, state)
+        if loads is None:
+            return None
         utils = [p.util for p in loads]
         u = self.idx.per_gpu(utils)
         m = self.idx.per_gpu([p.mem_mib for p in loads])
