@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from itertools import islice
+from operator import is_
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -156,15 +157,20 @@ class RequestTable:
 
     def rows(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> np.ndarray:
         """The rows of ``jobs`` in order (read-only)."""
-        if jobs == self._last_jobs:  # the same scan as last time (identity first, then value)
+        last = self._last_jobs
+        # the same scan as last time: the same entry objects, compared by identity only (a list comparison also
+        # calls the dataclass ``__eq__`` on the first entry that differs; another entry equal in every field would
+        # have the same row, its slot is looked up below)
+        if len(jobs) == len(last) and all(map(is_, jobs, last)):
             return self._last_rows
         index = self._index
         if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
             index.clear()
             self._next_row = 0
         slots = []
+        get = index.get
         for job in jobs:
-            hit = index.get(job.spec.job_id)
+            hit = get(job.spec.job_id)
             if hit is None or hit[0] is not job or hit[1] != job.oom_failures:
                 hit = self._add(job, state)
             slots.append(hit[2])

@@ -23,8 +23,8 @@ class ExclusivePlacement(Placement):
 
     def update(self, load: GPULoad, state: SchedulerState) -> None:
         self.idle = load.alloc_share <= EPS
-        self.n_idle = int(self.idle.sum())
-        self.max_free_share = float(1.0 - load.alloc_share.min()) if len(load.alloc_share) else 0.0
+        self.n_idle = int(np.count_nonzero(self.idle))
+        self.max_free_share = float(1.0 - np.minimum.reduce(load.alloc_share)) if len(load.alloc_share) else 0.0
         self.node_idle = np.bincount(self.idx.node_of_gpu, weights=self.idle, minlength=self.idx.num_nodes)
 
     def any_room(self) -> bool:
