@@ -16,7 +16,7 @@ from horus.jobs import JobSpec
 from horus.policies.base import POLICIES, Action, Policy
 from horus.predict.analytic import AnalyticPredictor
 from horus.sim.engine import SimConfig, simulate
-from horus.sim.sizes import EstimatedSizes, seeded_pcg64_states, size_knowledge
+from horus.sim.sizes import EstimatedSizes, seeded_pcg64_states, size_knowledge, with_iterations
 from horus.state import SchedulerState
 
 CONGESTED = Workload("stream-load2.5", "stream", 2.5, 60, 4, 4, 3)
@@ -66,6 +66,17 @@ def test_bulk_draws_are_numpys_per_job_generators() -> None:
     for job in jobs[:50]:  # the per-job generator itself, drawn in announced's order
         generator = single._rng(job.job_id)
         assert bulk._drawn[job.job_id] == (generator.random(), generator.random(), generator.standard_normal())
+
+
+def test_with_iterations_is_replace() -> None:
+    from dataclasses import fields, replace
+
+    job = JobSpec("j", 1.0, 2, "resnet50", 64, 100.0, gpu_type_request="V100", queue="q", input_size=224)
+    _ = job.job_type  # a cached job type is kept (it does not depend on iterations)
+    new = with_iterations(job, 250.0)
+    assert new == replace(job, iterations=250.0) and new.iterations == 250.0 and job.iterations == 100.0
+    assert new.job_type == job.job_type and type(new) is JobSpec
+    assert set(new.__dict__) <= {f.name for f in fields(JobSpec)} | {"job_type"}
 
 
 def test_estimate_parameters_are_checked() -> None:

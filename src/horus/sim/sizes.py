@@ -50,7 +50,7 @@ class SizeKnowledge(ABC):
     def visible(self, spec: JobSpec) -> JobSpec:
         """``spec`` as the scheduler sees it."""
         value = self.announced(spec)
-        return spec if value == spec.iterations else replace(spec, iterations=value)
+        return spec if value == spec.iterations else with_iterations(spec, value)
 
     @property
     def known(self) -> bool:
@@ -59,6 +59,19 @@ class SizeKnowledge(ABC):
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name}
+
+
+def with_iterations(spec: JobSpec, iterations: float) -> JobSpec:
+    """``dataclasses.replace(spec, iterations=iterations)`` without its per-field work (~5 -> ~1 us): a plain
+    ``JobSpec`` has no ``__post_init__`` and its cached ``job_type`` does not depend on ``iterations``, so its
+    fields are copied as they are; anything else goes through ``replace``."""
+    if type(spec) is not JobSpec:
+        return replace(spec, iterations=iterations)
+    copy = object.__new__(JobSpec)
+    fields = copy.__dict__
+    fields.update(spec.__dict__)
+    fields["iterations"] = iterations
+    return copy
 
 
 SIZE_KNOWLEDGE: Registry[SizeKnowledge] = Registry("size knowledge")
