@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,24 @@ def test_results_do_not_depend_on_string_hashing(tmp_path: Path) -> None:
         policies = json.loads(proc.stdout)["policies"]
         summaries.append({name: {k: v for k, v in m.items() if k != "wall_s"} for name, m in policies.items()})
     assert summaries[0] == summaries[1]
+
+
+def test_only_the_horus_script_freezes_the_heap_before_exit(monkeypatch) -> None:
+    """``main()`` without ``argv`` (the ``horus`` script, about to exit) moves the heap out of the collector's reach
+    so interpreter shutdown does not walk it; an in-process call (``main(argv)``) leaves the collector alone."""
+    import argparse
+
+    import horus.cli as cli
+
+    frozen: list[bool] = []
+    monkeypatch.setattr(cli, "_exit_without_collecting", lambda: frozen.append(True))
+
+    def parser() -> argparse.ArgumentParser:
+        built = argparse.ArgumentParser(prog="horus")
+        built.add_subparsers(dest="command").add_parser("noop").set_defaults(func=lambda args: 0)
+        return built
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    assert cli.main(["noop"]) == 0 and frozen == []
+    monkeypatch.setattr(sys, "argv", ["horus", "noop"])
+    assert cli.main() == 0 and frozen == [True]
