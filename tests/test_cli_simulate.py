@@ -152,3 +152,28 @@ def test_only_the_horus_script_freezes_the_heap_before_exit(monkeypatch) -> None
     assert cli.main(["noop"]) == 0 and frozen == []
     monkeypatch.setattr(sys, "argv", ["horus", "noop"])
     assert cli.main() == 0 and frozen == [True]
+
+
+def test_simulate_collects_young_objects_less_often_and_restores_the_collector(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """While simulating, the youngest generation waits for ``GEN0_THRESHOLD`` new containers (``settle_heap``);
+    an in-process caller gets its thresholds and collector state back."""
+    import gc
+
+    import horus.sim.runner as runner
+    from horus.sim.commands import GEN0_THRESHOLD
+
+    seen: list[int] = []
+    real = runner.run_comparison
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.get_threshold()[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_comparison", spy)
+    before = gc.get_threshold(), gc.isenabled()
+    assert main(["simulate", "--max-jobs", "20", "--policy", "fifo-exclusive", "--out", str(tmp_path / "r"),
+                 "--json", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert (gc.get_threshold(), gc.isenabled()) == before
+    assert seen == [max(GEN0_THRESHOLD, before[0][0])]
