@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,49 @@ def test_results_do_not_depend_on_string_hashing(tmp_path: Path) -> None:
         policies = json.loads(proc.stdout)["policies"]
         summaries.append({name: {k: v for k, v in m.items() if k != "wall_s"} for name, m in policies.items()})
     assert summaries[0] == summaries[1]
+
+
+def test_only_the_horus_script_freezes_the_heap_before_exit(monkeypatch) -> None:
+    """``main()`` without ``argv`` (the ``horus`` script, about to exit) moves the heap out of the collector's reach
+    so interpreter shutdown does not walk it; an in-process call (``main(argv)``) leaves the collector alone."""
+    import argparse
+
+    import horus.cli as cli
+
+    frozen: list[bool] = []
+    monkeypatch.setattr(cli, "_exit_without_collecting", lambda: frozen.append(True))
+
+    def parser() -> argparse.ArgumentParser:
+        built = argparse.ArgumentParser(prog="horus")
+        built.add_subparsers(dest="command").add_parser("noop").set_defaults(func=lambda args: 0)
+        return built
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    assert cli.main(["noop"]) == 0 and frozen == []
+    monkeypatch.setattr(sys, "argv", ["horus", "noop"])
+    assert cli.main() == 0 and frozen == [True]
+
+
+def test_simulate_collects_young_objects_less_often_and_restores_the_collector(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """While simulating, the youngest generation waits for ``GEN0_THRESHOLD`` new containers (``settle_heap``);
+    an in-process caller gets its thresholds and collector state back."""
+    import gc
+
+    import horus.sim.runner as runner
+    from horus.sim.commands import GEN0_THRESHOLD
+
+    seen: list[int] = []
+    real = runner.run_comparison
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(gc.get_threshold()[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_comparison", spy)
+    before = gc.get_threshold(), gc.isenabled()
+    assert main(["simulate", "--max-jobs", "20", "--policy", "fifo-exclusive", "--out", str(tmp_path / "r"),
+                 "--json", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert (gc.get_threshold(), gc.isenabled()) == before
+    assert seen == [max(GEN0_THRESHOLD, before[0][0])]

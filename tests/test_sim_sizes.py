@@ -16,7 +16,7 @@ from horus.jobs import JobSpec
 from horus.policies.base import POLICIES, Action, Policy
 from horus.predict.analytic import AnalyticPredictor
 from horus.sim.engine import SimConfig, simulate
-from horus.sim.sizes import EstimatedSizes, size_knowledge
+from horus.sim.sizes import EstimatedSizes, seeded_pcg64_states, size_knowledge, with_iterations
 from horus.state import SchedulerState
 
 CONGESTED = Workload("stream-load2.5", "stream", 2.5, 60, 4, 4, 3)
@@ -47,6 +47,36 @@ def test_estimates_follow_the_documented_error_model() -> None:
     assert abs(over_by_2 - expected) < 0.03
     under = (ratio < 1.0).mean()  # only the log-normal misjudgement under-states a length
     assert abs(under - 0.7 * 0.5) < 0.03
+
+
+def test_bulk_draws_are_numpys_per_job_generators() -> None:
+    """``prepare`` (one generator, each job's state set from ``seeded_pcg64_states``) draws what
+    ``np.random.default_rng(entropy)`` per job draws: every entropy width (0, one word, two words, the extremes)."""
+    rng = np.random.default_rng(27)
+    entropies = [0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 1, *range(2, 300),
+                 *rng.integers(0, 2**64 - 1, 3000, dtype=np.uint64, endpoint=True).tolist()]
+    for entropy, (state, inc) in zip(entropies, seeded_pcg64_states(entropies)):
+        assert np.random.default_rng(entropy).bit_generator.state["state"] == {"state": state, "inc": inc}
+    assert seeded_pcg64_states([]) == []
+    jobs = specs(2000)
+    bulk, single = EstimatedSizes(seed=3), EstimatedSizes(seed=3)
+    bulk.prepare(jobs)
+    assert len(bulk._drawn) == len(jobs)
+    assert [bulk.announced(j) for j in jobs] == [single.announced(j) for j in jobs]
+    for job in jobs[:50]:  # the per-job generator itself, drawn in announced's order
+        generator = single._rng(job.job_id)
+        assert bulk._drawn[job.job_id] == (generator.random(), generator.random(), generator.standard_normal())
+
+
+def test_with_iterations_is_replace() -> None:
+    from dataclasses import fields, replace
+
+    job = JobSpec("j", 1.0, 2, "resnet50", 64, 100.0, gpu_type_request="V100", queue="q", input_size=224)
+    _ = job.job_type  # a cached job type is kept (it does not depend on iterations)
+    new = with_iterations(job, 250.0)
+    assert new == replace(job, iterations=250.0) and new.iterations == 250.0 and job.iterations == 100.0
+    assert new.job_type == job.job_type and type(new) is JobSpec
+    assert set(new.__dict__) <= {f.name for f in fields(JobSpec)} | {"job_type"}
 
 
 def test_estimate_parameters_are_checked() -> None:

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
 from horus.gpu_types import accepted_gpu_types
+from horus.jobs import JobSpec
 from horus.state import QueuedJob, SchedulerState, gpu_share
 
 GANG_TOO_LARGE = "gang-too-large"
@@ -59,6 +61,41 @@ class WaitReason:
         return asdict(self)
 
 
+# per state: (type request, share, predicted MiB per accepted type) -> what ``_static_fit`` returns
+_FITS: WeakKeyDictionary[SchedulerState, dict[tuple[object, ...], tuple[np.ndarray, np.ndarray, int, np.ndarray, int]]]
+_FITS = WeakKeyDictionary()
+
+
+def _static_fit(spec: JobSpec, state: SchedulerState) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, int]:
+    """(eligible GPUs, predicted memory per worker on each, how many eligible, eligible GPUs whose memory fits it,
+    how many fit): what ``explain`` reads of a job apart from the load. A state's GPUs and capacities do not change,
+    so these depend only on the job's type request, GPU share and predicted memory per GPU type; kept per state
+    and keyed by those (a changed prediction is a new key). Read-only arrays."""
+    accepted = accepted_gpu_types(spec.gpu_type_request)
+    share = min(1.0, gpu_share(spec))
+    types = [(gpu_type, where) for gpu_type, where in state.gpus_of_type
+             if accepted is None or gpu_type.name in accepted]
+    mems = tuple(state.predict(spec, gpu_type).mem_mib for gpu_type, _ in types)
+    key = (spec.gpu_type_request, share, mems)
+    kept = _FITS.get(state)
+    if kept is None:
+        kept = _FITS[state] = {}
+    found = kept.get(key)
+    if found is None:
+        eligible = np.zeros(state.cluster.num_gpus, dtype=bool)
+        mem_need = np.zeros(state.cluster.num_gpus)  # predicted memory per worker on each accepted GPU
+        for (_, where), mem in zip(types, mems):
+            eligible[where] = True
+            mem_need[where] = mem * share
+        fits = eligible & (mem_need <= state.mem_capacity_mib)
+        for array in (eligible, mem_need, fits):
+            array.setflags(write=False)
+        if len(kept) > 4096:
+            kept.clear()
+        found = kept[key] = (eligible, mem_need, int(eligible.sum()), fits, int(fits.sum()))
+    return found
+
+
 def explain(job: QueuedJob, state: SchedulerState, *, colocates: bool, ahead: Callable[[], int] | None = None,
             max_residents: int | None = None) -> WaitReason:
     """The generic reason ``job`` was not started on ``state`` (see the module docstring).
@@ -69,28 +106,19 @@ def explain(job: QueuedJob, state: SchedulerState, *, colocates: bool, ahead: Ca
     """
     spec = job.spec
     k = spec.num_gpus
-    accepted = accepted_gpu_types(spec.gpu_type_request)
     wanted = spec.gpu_type_request or "any type"
     n_gpus = state.cluster.num_gpus
     if n_gpus == 0:
         return WaitReason(NO_GPU_OF_TYPE, "the cluster has no GPUs now (no machine is up)", True)
-    eligible = np.zeros(n_gpus, dtype=bool)
-    mem_need = np.zeros(n_gpus)  # predicted memory per worker on each accepted GPU
-    share = min(1.0, gpu_share(spec))
-    for gpu_type, where in state.gpus_of_type:
-        if accepted is None or gpu_type.name in accepted:
-            eligible[where] = True
-            mem_need[where] = state.predict(spec, gpu_type).mem_mib * share
-    n_eligible = int(eligible.sum())
+    eligible, mem_need, n_eligible, fits, n_fits = _static_fit(spec, state)
     if n_eligible == 0:
         return WaitReason(NO_GPU_OF_TYPE, f"no GPU of type {wanted} in the cluster", True)
     if n_eligible < k:
         return WaitReason(GANG_TOO_LARGE, f"needs {k} GPUs of {wanted}; the cluster has {n_eligible}", True)
-    fits = eligible & (mem_need <= state.mem_capacity_mib)
-    if int(fits.sum()) < k:
+    if n_fits < k:
         largest = int(state.mem_capacity_mib[eligible].max())
         return WaitReason(MEMORY_DOES_NOT_FIT, f"predicted {float(mem_need[eligible].min()):.0f} MiB per worker; "
-                                               f"{int(fits.sum())} of the {k} GPUs it needs have room "
+                                               f"{n_fits} of the {k} GPUs it needs have room "
                                                f"(largest accepted: {largest} MiB)", False)
     idle = fits & (state.load.n_residents == 0)
     n_idle = int(idle.sum())

@@ -254,7 +254,10 @@ class SchedulerState:
 
     def _apply(self, run: RunningJob, sign: int) -> None:
         self.load_version += 1
-        self.gpu_changes[list(run.gpus)] += 1
+        if len(run.gpus) == 1:  # the same count, without an index array
+            self.gpu_changes[run.gpus[0]] += 1
+        else:
+            self.gpu_changes[list(run.gpus)] += 1
         for gpu in run.gpus:
             if sign > 0:
                 self.residents[gpu].append(run.spec.job_id)

@@ -137,6 +137,7 @@ class _Engine:
         self.sizes = size_knowledge(config.sizes, config.sizes_seed)
         if not self.sizes.known and policy.orders_by_size():
             raise size_ordered_error(policy.name)
+        self.sizes.prepare(jobs)
         self.tenancy = tenancy
         self.core = SchedulerCore(self.state, policy, self, truth=truth, tenancy=tenancy)
         if policy.is_oracle:

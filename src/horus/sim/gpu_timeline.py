@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 MAX_BARS = 3000  # residencies drawn per policy; past that the view stops at the first one left out
@@ -21,6 +22,8 @@ def colocated_intervals(placements: pd.DataFrame) -> list[ColocInterval]:
     Out-of-memory rows (zero length) and zero-length residencies share nothing and are ignored."""
     stays = placements[(placements["outcome"] != "oom") & (placements["end"] > placements["start"])]
     out: list[ColocInterval] = []
+    if not _ever_shared(stays):
+        return out
     for gpu, rows in stays.groupby("gpu", sort=True):
         # ends before starts at the same instant: a job leaving as another arrives never overlapped it
         events = sorted([(float(t), -1) for t in rows["end"]] + [(float(t), 1) for t in rows["start"]])
@@ -34,6 +37,20 @@ def colocated_intervals(placements: pd.DataFrame) -> list[ColocInterval]:
             count += step
             since = t
     return out
+
+
+def _ever_shared(stays: pd.DataFrame) -> bool:
+    """Whether some GPU ever holds two of ``stays`` at once (the walk of ``colocated_intervals`` finds nothing
+    otherwise): all GPUs' start (+1) and end (-1) events in (GPU, time) order, ends first at equal times, summed.
+    Each GPU's events sum to zero, so the running sum is each GPU's own count."""
+    n = len(stays)
+    if n < 2:
+        return False
+    gpu = np.concatenate([stays["gpu"].to_numpy(np.int64)] * 2)
+    time = np.concatenate([stays["end"].to_numpy(float), stays["start"].to_numpy(float)])
+    step = np.repeat(np.array([-1, 1], dtype=np.int64), n)
+    order = np.lexsort((step, time, gpu))
+    return bool(np.cumsum(step[order]).max() >= 2)
 
 
 def _hours(t: float, origin: float) -> float:
@@ -71,7 +88,7 @@ def timeline_payload(placements: pd.DataFrame, origin: float, job_index: dict[st
     if total > max_bars:
         until = float(stays["start"].iloc[max_bars])  # sorted by start: everything drawn began before this
         stays = stays.iloc[:max_bars]
-    for job_id in placements["job_id"]:
+    for job_id in placements["job_id"].tolist():
         job_index.setdefault(str(job_id), len(job_index))
     bars = [[int(g), _hours(s, origin), _hours(min(e, until), origin), job_index[str(j)], OUTCOME_CODES.get(o, 0)]
             for j, g, s, e, o in stays[["job_id", "gpu", "start", "end", "outcome"]].itertuples(index=False)]

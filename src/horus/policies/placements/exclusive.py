@@ -23,9 +23,23 @@ class ExclusivePlacement(Placement):
 
     def update(self, load: GPULoad, state: SchedulerState) -> None:
         self.idle = load.alloc_share <= EPS
-        self.n_idle = int(self.idle.sum())
-        self.max_free_share = float(1.0 - load.alloc_share.min()) if len(load.alloc_share) else 0.0
-        self.node_idle = np.bincount(self.idx.node_of_gpu, weights=self.idle, minlength=self.idx.num_nodes)
+        self.n_idle = int(np.count_nonzero(self.idle))
+        self.max_free_share = float(1.0 - np.minimum.reduce(load.alloc_share)) if len(load.alloc_share) else 0.0
+        self._node_idle: np.ndarray | None = None  # from ``idle`` when first read: most calls score no job
+        self._gpu_node_idle: np.ndarray | None = None
+
+    @property
+    def node_idle(self) -> np.ndarray:
+        """Idle GPUs per node (as of the last ``update``)."""
+        if self._node_idle is None:
+            self._node_idle = np.bincount(self.idx.node_of_gpu, weights=self.idle, minlength=self.idx.num_nodes)
+        return self._node_idle
+
+    def _idle_on_node_of_gpu(self) -> np.ndarray:
+        """``node_idle`` per GPU (of its node), kept until the next ``update``."""
+        if self._gpu_node_idle is None:
+            self._gpu_node_idle = self.node_idle[self.idx.node_of_gpu]
+        return self._gpu_node_idle
 
     def any_room(self) -> bool:
         return self.max_free_share > EPS
@@ -49,6 +63,6 @@ class ExclusivePlacement(Placement):
         allowed = self.idx.allowed(spec)
         if allowed is not None:
             feasible = feasible & allowed
-        node_idle = self.node_idle[self.idx.node_of_gpu]
+        node_idle = self._idle_on_node_of_gpu()
         cost = node_idle if whole else (1.0 - after) + 1e-3 * node_idle
         return np.where(feasible, cost, np.inf)
