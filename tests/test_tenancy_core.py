@@ -148,3 +148,20 @@ def test_a_short_job_takes_the_place_of_its_own_queues_long_job_under_tiresias()
     fifo = run(jobs, tiny(2), tenancy, "fifo-exclusive").jobs.set_index("job_id")
     assert fifo.loc["a-short", "first_start"] >= fifo.loc["a-long", "end"]
     assert (fifo["preemptions"] == 0).all()
+
+
+@pytest.mark.parametrize("policy", ["fifo-exclusive", "tiresias", "horus"])
+def test_gangs_larger_than_what_is_left_of_their_fair_share_borrow_idle_gpus(policy: str) -> None:
+    """On an idle 8-GPU node, queue a (weight 6) submits an 8-GPU gang and queue b (weight 2) a 4-GPU gang together:
+    both wait, and each gang is larger than its queue's weighted fair share (6 and 2 GPUs). The first in fair-share
+    order borrows the idle GPUs at once (a queue below its share needs no room up to it, and room beyond it, as any
+    queue does); the other gang follows when they free. Before, a queue below its share was bounded by what was
+    left of that share, so neither gang was admitted while the other waited: both waited for ever."""
+    jobs = [job("a-gang", 0.0, "a", gpus=8), job("b-gang", 0.0, "b", gpus=4)]
+    tenancy = Tenancy({"a": Queue("a", {"*": 6.0}, weight=6.0), "b": Queue("b", {"*": 2.0}, weight=2.0)})
+    result = run(jobs, tiny(8), tenancy, policy)
+    frame = result.jobs.set_index("job_id").sort_values("first_start")
+    assert frame["end"].notna().all()
+    assert frame["first_start"].iloc[0] == pytest.approx(0.0)
+    assert frame["first_start"].iloc[1] == pytest.approx(frame["end"].iloc[0])
+    assert result.summary["quota_violation_s"] == 0
