@@ -165,3 +165,20 @@ def test_gangs_larger_than_what_is_left_of_their_fair_share_borrow_idle_gpus(pol
     assert frame["first_start"].iloc[0] == pytest.approx(0.0)
     assert frame["first_start"].iloc[1] == pytest.approx(frame["end"].iloc[0])
     assert result.summary["quota_violation_s"] == 0
+
+
+def test_a_gang_beyond_its_queues_share_is_not_shown_to_a_co_locating_policy_without_idle_gpus() -> None:
+    """Horus co-locates: queue a's two long jobs hold both GPUs and a third waits (a alone waited, so it borrowed
+    b's GPU), then b's 2-GPU gang arrives, larger than b's fair share (1 GPU). The free worker slots beside a's
+    jobs are room for a's 1-GPU job but not for a gang beyond its queue's share (only GPUs nobody is charged for or
+    has reserved are): b's gang stays held at its quota until GPUs free, instead of being admitted to wait in the
+    policy's queue with a reservation."""
+    jobs = [job(f"a{i}", 0.0, "a", iterations=40_000) for i in range(3)]
+    jobs.append(job("b-gang", 10.0, "b", iterations=4_000, gpus=2))
+    tenancy = Tenancy({"a": Queue("a", {"*": 1.0}), "b": Queue("b", {"*": 1.0})})
+    result = run(jobs, tiny(2), tenancy, "horus")
+    frame = result.jobs.set_index("job_id")
+    assert frame.loc["b-gang", "wait_reason"] == "queue-over-quota"
+    assert frame.loc["a2", "wait_reason"] != "queue-over-quota"  # admitted into a free slot (the policy declined)
+    assert frame.loc["b-gang", "first_start"] >= frame.loc[["a0", "a1"], "end"].min() - 1e-6
+    assert frame["end"].notna().all() and result.summary["quota_violation_s"] == 0

@@ -639,12 +639,13 @@ class Admission:
         # any queue: a gang larger than what is left of its share (8 GPUs of a queue whose share is 1.3) or a 1-GPU
         # job of a queue 0.4 GPUs below it may still borrow (bounding it by the share left such a queue waiting
         # for as long as another queue waited too, while it kept the room, ``_reserves_room``, from everybody).
-        # Room for a co-locating policy: free worker slots for a job of at most one GPU, and for a gang GPUs that
-        # no queue is charged for or has reserved (a gang admitted into free slots of busy GPUs waits for whole
-        # ones, its reservation holding back others: Philly 10k, horus, worst guarantee attainment 0.80 vs 0.96)
+        # For a co-locating policy the room beyond its share is free worker slots for a job of at most one GPU and,
+        # for a gang, GPUs that no queue is charged for or has reserved (a queue below its share goes first: its
+        # gangs admitted into free slots of busy GPUs too lowered the worst guarantee attainment, Philly 10k,
+        # horus, 0.96 -> 0.80); a queue at its share borrows free slots as before
         fair = self._fair.get(acc.queue.name, 0.0) - acc.committed()
         room = -self._shortfall(state, (ANY_TYPE,), 0.0)
-        if self.slots_per_gpu > 1:
+        if self.slots_per_gpu > 1 and fair > EPS:
             room = max(self.capacity[ANY_TYPE] - self.total(ANY_TYPE), min(1.0, room))
         return min(max(fair, room), max(acc.queue.limit(k) - acc.committed(k) for k in acc.queue.guaranteed))
 
