@@ -148,3 +148,37 @@ def test_a_short_job_takes_the_place_of_its_own_queues_long_job_under_tiresias()
     fifo = run(jobs, tiny(2), tenancy, "fifo-exclusive").jobs.set_index("job_id")
     assert fifo.loc["a-short", "first_start"] >= fifo.loc["a-long", "end"]
     assert (fifo["preemptions"] == 0).all()
+
+
+@pytest.mark.parametrize("policy", ["fifo-exclusive", "tiresias", "horus"])
+def test_gangs_larger_than_what_is_left_of_their_fair_share_borrow_idle_gpus(policy: str) -> None:
+    """On an idle 8-GPU node, queue a (weight 6) submits an 8-GPU gang and queue b (weight 2) a 4-GPU gang together:
+    both wait, and each gang is larger than its queue's weighted fair share (6 and 2 GPUs). The first in fair-share
+    order borrows the idle GPUs at once (a queue below its share needs no room up to it, and room beyond it, as any
+    queue does); the other gang follows when they free. Before, a queue below its share was bounded by what was
+    left of that share, so neither gang was admitted while the other waited: both waited for ever."""
+    jobs = [job("a-gang", 0.0, "a", gpus=8), job("b-gang", 0.0, "b", gpus=4)]
+    tenancy = Tenancy({"a": Queue("a", {"*": 6.0}, weight=6.0), "b": Queue("b", {"*": 2.0}, weight=2.0)})
+    result = run(jobs, tiny(8), tenancy, policy)
+    frame = result.jobs.set_index("job_id").sort_values("first_start")
+    assert frame["end"].notna().all()
+    assert frame["first_start"].iloc[0] == pytest.approx(0.0)
+    assert frame["first_start"].iloc[1] == pytest.approx(frame["end"].iloc[0])
+    assert result.summary["quota_violation_s"] == 0
+
+
+def test_a_gang_beyond_its_queues_share_is_not_shown_to_a_co_locating_policy_without_idle_gpus() -> None:
+    """Horus co-locates: queue a's two long jobs hold both GPUs and a third waits (a alone waited, so it borrowed
+    b's GPU), then b's 2-GPU gang arrives, larger than b's fair share (1 GPU). The free worker slots beside a's
+    jobs are room for a's 1-GPU job but not for a gang beyond its queue's share (only GPUs nobody is charged for or
+    has reserved are): b's gang stays held at its quota until GPUs free, instead of being admitted to wait in the
+    policy's queue with a reservation."""
+    jobs = [job(f"a{i}", 0.0, "a", iterations=40_000) for i in range(3)]
+    jobs.append(job("b-gang", 10.0, "b", iterations=4_000, gpus=2))
+    tenancy = Tenancy({"a": Queue("a", {"*": 1.0}), "b": Queue("b", {"*": 1.0})})
+    result = run(jobs, tiny(2), tenancy, "horus")
+    frame = result.jobs.set_index("job_id")
+    assert frame.loc["b-gang", "wait_reason"] == "queue-over-quota"
+    assert frame.loc["a2", "wait_reason"] != "queue-over-quota"  # admitted into a free slot (the policy declined)
+    assert frame.loc["b-gang", "first_start"] >= frame.loc[["a0", "a1"], "end"].min() - 1e-6
+    assert frame["end"].notna().all() and result.summary["quota_violation_s"] == 0
