@@ -106,9 +106,7 @@ def run_cell(cell: Cell, settings: SweepSettings) -> dict[str, Any]:
     trace = load_trace(_resolve(cell.trace, "default_trace.csv"), fmt)
     sampler = SAMPLERS.create(settings.sampler, seed=cell.seed)
     reference = max(cluster.gpu_types(), key=lambda t: sum(n.num_gpus for n in cluster.nodes if n.gpu_type == t))
-    jobs = materialize(trace, truth, sampler, reference, seed=cell.seed)
-    if settings.max_jobs is not None:
-        jobs = jobs[: settings.max_jobs]
+    jobs = materialize(trace, truth, sampler, reference, seed=cell.seed, limit=settings.max_jobs)  # the first N
     if tenancy_source == "trace":  # from this cell's jobs, as horus simulate --tenancy trace
         tenancy = tenancy_from_trace(jobs, cluster, truth, reference, settings.tenancy_charge or "equal")
     result = simulate(jobs, cluster, create_policy(cell.policy, has_truth=True), truth, predictor,
