@@ -508,42 +508,15 @@ class Admission:
                     spare_gpus, spare = spare_gpus - job.spec.num_gpus, spare - need
                     self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
                     continue
-                if runs is None:  # its preemptible whole-GPU running jobs, with their levels (computed once)
-                    runs = []
-                    for job_id in self._queue_jobs[name]:
-                        run = state.running.get(job_id)
-                        if run is None or gpu_share(run.spec) < 1.0:
-                            continue
-                        cls = self.tenancy.priority_of(run.spec.priority)
-                        if not cls.preemptible:
-                            continue
-                        as_queued = QueuedJob(run.spec, now, attained_gpu_s=run.attained(now))
-                        runs.append((cls.value, -level(as_queued), -run.attained(now), job_id, run))
-                    runs.sort()
+                if runs is None:  # computed once per queue and step
+                    runs = self._own_runs(state, name, now, level)
                 if not runs:
                     break
-                accepted = accepted_gpu_types(job.spec.gpu_type_request)
-                mine = level(job)
-                prio = self.tenancy.priority_of(job.spec.priority).value
-                left: dict[int, int] = {}
-                plan: list[tuple[float, float, float, str, RunningJob]] = []
-                freed, charge = 0, 0.0
-                for item in runs:
-                    if freed >= job.spec.num_gpus and charge >= need - EPS:
-                        break
-                    cls_value, neg_level, _, job_id, run = item
-                    if cls_value > prio or -neg_level <= mine or (
-                            accepted is not None and state.cluster.gpus[run.gpus[0]].gpu_type.name not in accepted):
-                        continue
-                    plan.append(item)
-                    charge += self.charge_of(job_id)
-                    for g in run.gpus:
-                        left[g] = left.get(g, int(state.load.n_residents[g])) - 1
-                        freed += left[g] == 0
-                if freed < job.spec.num_gpus or charge < need - EPS:
+                found = self._own_victims(state, job, need, level(job), runs)
+                if found is None:
                     misses += 1
                     continue
-                plan = [item for item in plan if any(left[g] == 0 for g in item[4].gpus)]
+                plan, freed = found
                 spare_gpus += freed - job.spec.num_gpus
                 spare += sum(self.charge_of(item[3]) for item in plan) - need
                 for item in plan:
@@ -552,6 +525,51 @@ class Admission:
                     runs.remove(item)
                 self._refresh(state)
                 self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
+
+    def _own_runs(self, state: SchedulerState, name: str, now: float, level: Callable[[QueuedJob], float]
+                  ) -> list[tuple[float, float, float, str, RunningJob]]:
+        """Queue ``name``'s preemptible whole-GPU running jobs as ``_preempt_own`` may take them: lowest class, then
+        lowest level (``level`` of each as if queued now), then most attained service first."""
+        runs = []
+        for job_id in self._queue_jobs[name]:
+            run = state.running.get(job_id)
+            if run is None or gpu_share(run.spec) < 1.0:
+                continue
+            cls = self.tenancy.priority_of(run.spec.priority)
+            if not cls.preemptible:
+                continue
+            as_queued = QueuedJob(run.spec, now, attained_gpu_s=run.attained(now))
+            runs.append((cls.value, -level(as_queued), -run.attained(now), job_id, run))
+        runs.sort()
+        return runs
+
+    def _own_victims(self, state: SchedulerState, job: QueuedJob, need: float, mine: float,
+                     runs: list[tuple[float, float, float, str, RunningJob]]
+                     ) -> tuple[list[tuple[float, float, float, str, RunningJob]], int] | None:
+        """``_preempt_own``'s victims for ``job`` (its request ``need``, its level ``mine``) among its queue's sorted
+        ``runs``: those of its class or lower, ranked strictly behind it, on a GPU type it accepts, taken in order
+        until the GPUs they leave empty cover its gang and their charges its request; of those, the ones that do
+        leave a GPU empty, and the GPUs freed. None when they do not suffice."""
+        accepted = accepted_gpu_types(job.spec.gpu_type_request)
+        prio = self.tenancy.priority_of(job.spec.priority).value
+        left: dict[int, int] = {}
+        plan: list[tuple[float, float, float, str, RunningJob]] = []
+        freed, charge = 0, 0.0
+        for item in runs:
+            if freed >= job.spec.num_gpus and charge >= need - EPS:
+                break
+            cls_value, neg_level, _, job_id, run = item
+            if cls_value > prio or -neg_level <= mine or (
+                    accepted is not None and state.cluster.gpus[run.gpus[0]].gpu_type.name not in accepted):
+                continue
+            plan.append(item)
+            charge += self.charge_of(job_id)
+            for g in run.gpus:
+                left[g] = left.get(g, int(state.load.n_residents[g])) - 1
+                freed += left[g] == 0
+        if freed < job.spec.num_gpus or charge < need - EPS:
+            return None
+        return [item for item in plan if any(left[g] == 0 for g in item[4].gpus)], freed
 
     def _reserves_room(self, state: SchedulerState, acc: QueueAccount) -> bool:
         """Whether ``acc``, below its fair share and first in fair-share order among the queues still to borrow,
