@@ -388,8 +388,10 @@ class _Window:
         else:
             choices = policy._choices([self.jobs[i] for i in seqs.tolist()], self.rows[seqs], load, state,
                                       kind_memo=self.kinds)
+        multi = self.multi
         for seq, choice in zip(seqs.tolist(), choices):
-            self._unmulti(seq)
+            if seq in multi:
+                self._unmulti(seq)
             if choice is None:
                 self.alive[seq], self.cost[seq], self.gpu[seq] = False, np.inf, -1
                 continue

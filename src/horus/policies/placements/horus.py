@@ -12,6 +12,7 @@ from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
+FULL_SCAN_NODES = 128  # up to this many nodes ``bounded_choice`` costs every node at once (no node bounds)
 Adjust = Callable[[np.ndarray, np.ndarray], None]  # (costs of nodes' GPUs, those GPUs) -> raise costs in place
 
 
@@ -202,6 +203,8 @@ class HorusPlacement(Placement):
         k, u, m, inv_cap = shape
         w = self.weights
         overload = self.util_cap > 1.0 or u > 1.0
+        if adjust is None and self.idx.num_nodes <= FULL_SCAN_NODES:
+            return self._full_choice(load, k, u, m, overload)
         key = (k, u, m)
         bound = self._node_bound(key, inv_cap).copy()
         best, best_node, chunk = np.inf, -1, 1
@@ -242,6 +245,25 @@ class HorusPlacement(Placement):
             return None  # no single node fits: the general path (spanning nodes) decides
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
         return tuple(int(g) for g in chosen), best
+
+    def _full_choice(self, load: GPULoad, k: int, u: float, m: float,
+                     overload: bool) -> tuple[tuple[int, ...], float] | None:
+        """``bounded_choice`` on a small cluster: every node costed exactly as one array (the same float operations
+        per element as its node search, which on a few nodes costs more in calls than it saves in work). The least
+        sum (ties: the lowest node, then the lowest GPU); None where no single node fits."""
+        self._ensure_base_cost()
+        idx = self.idx
+        gpus = idx.node_gpus
+        cost, feasible = self._gpu_costs(load, gpus, u, m, overload)
+        padded = np.where(idx.node_pad | ~feasible, np.inf, cost)
+        ordered = np.sort(padded, axis=1)
+        sums = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
+        node = int(np.argmin(sums))
+        total = float(sums[node])
+        if total == np.inf:
+            return None
+        chosen = gpus[node][np.argsort(padded[node], kind="stable")[:k]]
+        return tuple(int(g) for g in chosen), total
 
     def _bounded_shape(self, job: QueuedJob, state: SchedulerState) -> list | tuple[()] | None:
         """``bounded_choice``'s checks before costing nodes: [k, util, memory, inv_cap] of the job where it goes on
