@@ -145,6 +145,25 @@ class HorusPlacement(Placement):
         if not self._dirty:
             return
         idx, w, load = self.idx, self.weights, self._load
+        if len(self._dirty) == 1:  # one node (most starts): the same operations on a slice
+            node = self._dirty.pop()
+            first = int(idx.node_first[node])
+            size = int(idx.node_size[node])
+            at = slice(first, first + size)
+            term = w.node_fit * self.node_idle[node] / idx.node_size[node]
+            base = self.base_cost[at] = (w.util * load.pred_util[at]
+                                         + (w.memory * load.pred_mem_mib[at]) * self.inv_cap[at]
+                                         + w.corunners * load.n_residents[at] + term)
+            if not self._rows_ready:
+                self._bounds = {}
+                return
+            values = self._rows_values[at] = np.where(self.idle[at] | self.open[at], base, np.inf)
+            self._rows[node, :size] = np.sort(values)  # padding stays inf
+            self._changed_nodes.append(np.array([node], dtype=np.int64))
+            if self._node_stamp is None:
+                self._node_stamp = np.zeros(len(idx.node_first), dtype=np.int64)
+            self._node_stamp[node] = len(self._changed_nodes)
+            return
         nodes = np.fromiter(sorted(self._dirty), dtype=np.int64, count=len(self._dirty))
         self._dirty.clear()
         gpus, pad = idx.node_gpus[nodes], idx.node_pad[nodes]
