@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -230,8 +231,8 @@ class HorusPlacement(Placement):
         found: np.ndarray | None = None
         while True:
             node = int(np.argmin(bound))  # the lowest (bound, node) left
-            first = bound[node]
-            if not np.isfinite(first) or first > best or (first == best and node > best_node):
+            first = float(bound[node])
+            if not math.isfinite(first) or first > best or (first == best and node > best_node):
                 break
             if chunk == 1 and adjust is None:  # one node: its GPUs as a slice (the same values as the rows below)
                 total, padded_one = self._node_sum(load, node, k, u, m, overload)
@@ -263,7 +264,7 @@ class HorusPlacement(Placement):
         if found is None:
             return None  # no single node fits: the general path (spanning nodes) decides
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
-        return tuple(int(g) for g in chosen), best
+        return tuple(chosen.tolist()), best
 
     def _full_choice(self, load: GPULoad, k: int, u: float, m: float,
                      overload: bool) -> tuple[tuple[int, ...], float] | None:
@@ -282,7 +283,7 @@ class HorusPlacement(Placement):
         if total == np.inf:
             return None
         chosen = gpus[node][np.argsort(padded[node], kind="stable")[:k]]
-        return tuple(int(g) for g in chosen), total
+        return tuple(chosen.tolist()), total
 
     def _bounded_shape(self, job: QueuedJob, state: SchedulerState) -> list | tuple[()] | None:
         """``bounded_choice``'s checks before costing nodes: [k, util, memory, inv_cap] of the job where it goes on
