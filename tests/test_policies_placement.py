@@ -208,11 +208,20 @@ def test_horus_idle_fast_path_matches_the_general_cost() -> None:
         assert fast[0] == general[0] and fast[1] == pytest.approx(general[1])
 
 
-def test_horus_node_bounds_match_the_general_cost() -> None:
-    """The node-bound shortcut (nodes costed in bound order) chooses exactly what costing every GPU and
+@pytest.mark.parametrize("full_scan_nodes", [0, None])
+def test_horus_node_bounds_match_the_general_cost(full_scan_nodes: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The node-bound shortcut (nodes costed in bound order; ``full_scan_nodes`` 0) and, on these small clusters, the
+    every-node scan that replaces it (None: the default ``FULL_SCAN_NODES``) choose exactly what costing every GPU and
     ``select_gpus`` choose, with the same cost, on shared loads with tied nodes, under a utilization cap
     above 1 (overload term) and after planned starts; ``evaluate`` of a multi-GPU job agrees too."""
     import numpy as np
+
+    from horus.policies.placements import horus as horus_placement
+
+    if full_scan_nodes is not None:
+        monkeypatch.setattr(horus_placement, "FULL_SCAN_NODES", full_scan_nodes)
+    else:
+        assert horus_placement.FULL_SCAN_NODES >= 40  # every cluster below takes the scan
 
     from horus.policies.parts.gpu_selection import select_gpus
     from horus.policies.parts.ordered import Placement

@@ -5,7 +5,7 @@ reference; ``horus`` (``horus_adaptive``) co-locates only where predicted gain a
 from __future__ import annotations
 
 import math
-from itertools import islice
+from itertools import compress, islice
 from typing import Any
 
 import numpy as np
@@ -77,11 +77,11 @@ class HorusPolicy(Policy):
         if not state.queue:
             return []
         blocked = self._blocked.recall(state)
-        queue_iter = iter(state.queue.values())
-        window = list(islice(queue_iter, self.lookahead))
-        if blocked and blocked.issuperset([job.spec.job_id for job in window]):
+        if blocked and blocked.issuperset(islice(state.queue, self.lookahead)):  # the queue is keyed by job id
             self._blocked.renew(state)
             return []
+        queue_iter = iter(state.queue.values())
+        window = list(islice(queue_iter, self.lookahead))
         load = self.planning_load(state)
         placement = self.placement
         placement.begin(load, state)
@@ -118,7 +118,7 @@ class HorusPolicy(Policy):
             # Only choices that used the GPUs just loaded can have changed (a job that did not fit
             # still does not: load only grew), plus the job that refilled the window.
             plan.choose(plan.stale(gpus, refill is not None))
-        self._remember(state, plan.window())
+        self._remember_ids(state, plan.waiting_ids())
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
 
     def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
@@ -236,7 +236,11 @@ class HorusPolicy(Policy):
 
     def _remember(self, state: SchedulerState, waiting: list[QueuedJob]) -> None:
         """The jobs that could not start under the planned load (trusted while the load stays as planned)."""
-        self._blocked.remember(state, frozenset(job.spec.job_id for job in waiting))
+        self._remember_ids(state, frozenset(job.spec.job_id for job in waiting))
+
+    def _remember_ids(self, state: SchedulerState, waiting: frozenset[str]) -> None:
+        """``_remember`` given the waiting jobs' ids."""
+        self._blocked.remember(state, waiting)
         if len(self.bypassed) > 4 * len(state.queue) + 1024:
             self.bypassed = {jid: n for jid, n in self.bypassed.items() if jid in state.queue}
 
@@ -251,6 +255,7 @@ class _Window:
                  blocked: frozenset[str]) -> None:
         self.policy, self.load, self.state = policy, load, state
         self.jobs: list[QueuedJob] = []
+        self.ids: list[str] = []  # job id by seq
         self.size = max(2 * len(window), 64)
         self.cost = np.full(self.size, np.inf)
         self.alive = np.zeros(self.size, dtype=bool)  # has a choice
@@ -269,12 +274,12 @@ class _Window:
         n = len(window)  # the window enters at once (``_enter`` of each, as arrays; ``size`` holds it)
         if n:
             self.jobs = list(window)
+            self.ids = [job.spec.job_id for job in window]
             self.rows[:n] = policy.placement.requests(window, state)
             self.typed[:n] = [job.spec.gpu_type_request is not None for job in window]
             self.one[:n] = (self.rows[:n, 0] == 1) & ~self.typed[:n]
             self.waiting = n
-        fresh = [i for i, job in enumerate(window) if job.spec.job_id not in blocked] if blocked else \
-            list(range(len(window)))
+        fresh = [i for i, jid in enumerate(self.ids) if jid not in blocked] if blocked else list(range(n))
         self.choose(np.asarray(fresh, dtype=np.int64))
 
     def _enter(self, job: QueuedJob, row: np.ndarray) -> int:
@@ -282,6 +287,7 @@ class _Window:
         if seq == self.size:
             self._grow()
         self.jobs.append(job)
+        self.ids.append(job.spec.job_id)
         self.rows[seq] = row
         self.typed[seq] = typed = job.spec.gpu_type_request is not None
         self.one[seq] = row[0] == 1 and not typed
@@ -349,13 +355,23 @@ class _Window:
         """Window jobs whose choice used any of ``gpus`` (ascending), and the job that refilled it."""
         n, head = len(self.jobs), self.head_seq  # no choice before the head: all started
         one = self.gpu[head:n]
-        found = np.flatnonzero(one == gpus[0] if len(gpus) == 1 else np.isin(one, gpus))
+        if len(gpus) == 1:
+            mask = one == gpus[0]
+        elif max(gpus) - min(gpus) + 1 == len(gpus):  # a run of GPUs (distinct): one range test
+            mask = (one >= min(gpus)) & (one <= max(gpus))
+        else:
+            mask = one == gpus[0]
+            for g in gpus[1:]:
+                mask |= one == g
+        found = np.flatnonzero(mask)
         found += head
         several = [seq for g in gpus for seq in self.on_gpu.get(g, ())]
+        # a seq holds a one-GPU choice or one of several GPUs, never both: the two sets are disjoint; the job that
+        # refilled the window (the last seq, no choice yet) comes last
         if several:
-            found = np.unique(np.concatenate((found, several)))  # ascending, once each
+            found = np.sort(np.concatenate((found, sorted(set(several)))))
         if refilled:
-            found = np.append(found, n - 1)
+            found = np.concatenate((found, (n - 1,)))
         return found
 
     def choose(self, seqs: np.ndarray) -> None:
@@ -388,18 +404,27 @@ class _Window:
         else:
             choices = policy._choices([self.jobs[i] for i in seqs.tolist()], self.rows[seqs], load, state,
                                       kind_memo=self.kinds)
+        multi = self.multi
+        alive: list[bool] = []
+        costs: list[float] = []
+        one_gpu: list[int] = []
         for seq, choice in zip(seqs.tolist(), choices):
-            self._unmulti(seq)
+            if seq in multi:
+                self._unmulti(seq)
             if choice is None:
-                self.alive[seq], self.cost[seq], self.gpu[seq] = False, np.inf, -1
+                alive.append(False)
+                costs.append(np.inf)
+                one_gpu.append(-1)
                 continue
             gpus, cost = choice
-            self.alive[seq], self.cost[seq] = True, cost
+            alive.append(True)
+            costs.append(cost)
             if len(gpus) == 1:
-                self.gpu[seq] = gpus[0]
+                one_gpu.append(gpus[0])
             else:
-                self.gpu[seq] = -1
+                one_gpu.append(-1)
                 self._set_multi(seq, gpus)
+        self.alive[seqs], self.cost[seqs], self.gpu[seqs] = alive, costs, one_gpu  # seqs: once each
 
     def _fast_costs(self, at: np.ndarray) -> None:
         """The idle fast path's choice of the one-GPU jobs ``at``. Its cost reads a job's row and
@@ -428,6 +453,10 @@ class _Window:
             cost[new] = fresh
             kept[at[new]] = fresh
         self.alive[at], self.cost[at], self.gpu[at] = True, cost, g
+
+    def waiting_ids(self) -> frozenset[str]:
+        """The ids of the waiting jobs of the window."""
+        return frozenset(compress(self.ids, (~self.done[:len(self.ids)]).tolist()))
 
     def window(self) -> list[QueuedJob]:
         """The waiting jobs of the window, in window order."""

@@ -38,17 +38,20 @@ class TrueLoad:
 
     def sync(self, state: SchedulerState, solo: Any) -> None:
         running = state.running
-        # Lists in dict order, not set differences: float sums must not depend on string hashing. The changes go
-        # to the arrays as one ``np.add.at`` (unbuffered: element by element in this order, as one call per job).
+        # The jobs that left and came are found by set differences of the keys (no pass in Python over the running
+        # jobs) but applied in dict order: float sums must not depend on string hashing. The changes go to the
+        # arrays as one ``np.add.at`` (unbuffered: element by element in this order, as one call per job).
         at: list[int] = []
         utils: list[float] = []
         mems: list[float] = []
-        for jid in [jid for jid in self.jobs if jid not in running]:
+        gone = self.jobs.keys() - running.keys()
+        for jid in ([jid for jid in self.jobs if jid in gone] if len(gone) > 1 else gone):
             gpus, util, mem = self.jobs.pop(jid)
             at += gpus
             utils += [-util] * len(gpus)
             mems += [-mem] * len(gpus)
-        for jid in [jid for jid in running if jid not in self.jobs]:
+        came = running.keys() - self.jobs.keys()
+        for jid in ([jid for jid in running if jid in came] if len(came) > 1 else came):
             run = running[jid]
             truth = solo(run.spec.job_type, state.cluster.gpus[run.gpus[0]].gpu_type)
             self.jobs[jid] = (run.gpus, truth.util, truth.mem_mib)

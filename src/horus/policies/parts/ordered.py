@@ -347,13 +347,16 @@ class OrderedPolicy(Policy):
         n = len(jobs)
         probe_end = min(PROBE, n)  # the first jobs are tried directly: often one of them fits
         mask: list[bool] | None = None  # ``possible`` of jobs[base:], computed once probing failed
+        rows: np.ndarray | None = None  # ``requests`` of all of ``jobs`` (a job's row does not depend on the others)
         base = 0
         complete = True  # every job was looked at
         i = 0
         while i < n:
             if mask is None and i >= probe_end:
                 base = i
-                mask = placement.possible_rows(placement.requests(jobs[i:], state), load, state).tolist()
+                if rows is None:
+                    rows = placement.requests(jobs, state)
+                mask = placement.possible_rows(rows[i:], load, state).tolist()
             if mask is not None and not mask[i - base]:
                 i += 1
                 continue
@@ -368,7 +371,7 @@ class OrderedPolicy(Policy):
             load.add(gpus, pred, gpu_share(job.spec))
             actions.append(Start(job.spec.job_id, gpus))
             started.add(i - 1)
-            placement.update(load, state)
+            placement.update_added(load, state, gpus)
             if not placement.any_room():
                 complete = i == n
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -12,6 +13,7 @@ from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
+FULL_SCAN_NODES = 128  # up to this many nodes ``bounded_choice`` costs every node at once (no node bounds)
 Adjust = Callable[[np.ndarray, np.ndarray], None]  # (costs of nodes' GPUs, those GPUs) -> raise costs in place
 
 
@@ -144,6 +146,25 @@ class HorusPlacement(Placement):
         if not self._dirty:
             return
         idx, w, load = self.idx, self.weights, self._load
+        if len(self._dirty) == 1:  # one node (most starts): the same operations on a slice
+            node = self._dirty.pop()
+            first = int(idx.node_first[node])
+            size = int(idx.node_size[node])
+            at = slice(first, first + size)
+            term = w.node_fit * self.node_idle[node] / idx.node_size[node]
+            base = self.base_cost[at] = (w.util * load.pred_util[at]
+                                         + (w.memory * load.pred_mem_mib[at]) * self.inv_cap[at]
+                                         + w.corunners * load.n_residents[at] + term)
+            if not self._rows_ready:
+                self._bounds = {}
+                return
+            values = self._rows_values[at] = np.where(self.idle[at] | self.open[at], base, np.inf)
+            self._rows[node, :size] = np.sort(values)  # padding stays inf
+            self._changed_nodes.append(np.array([node], dtype=np.int64))
+            if self._node_stamp is None:
+                self._node_stamp = np.zeros(len(idx.node_first), dtype=np.int64)
+            self._node_stamp[node] = len(self._changed_nodes)
+            return
         nodes = np.fromiter(sorted(self._dirty), dtype=np.int64, count=len(self._dirty))
         self._dirty.clear()
         gpus, pad = idx.node_gpus[nodes], idx.node_pad[nodes]
@@ -202,14 +223,16 @@ class HorusPlacement(Placement):
         k, u, m, inv_cap = shape
         w = self.weights
         overload = self.util_cap > 1.0 or u > 1.0
+        if adjust is None and self.idx.num_nodes <= FULL_SCAN_NODES:
+            return self._full_choice(load, k, u, m, overload)
         key = (k, u, m)
         bound = self._node_bound(key, inv_cap).copy()
         best, best_node, chunk = np.inf, -1, 1
         found: np.ndarray | None = None
         while True:
             node = int(np.argmin(bound))  # the lowest (bound, node) left
-            first = bound[node]
-            if not np.isfinite(first) or first > best or (first == best and node > best_node):
+            first = float(bound[node])
+            if not math.isfinite(first) or first > best or (first == best and node > best_node):
                 break
             if chunk == 1 and adjust is None:  # one node: its GPUs as a slice (the same values as the rows below)
                 total, padded_one = self._node_sum(load, node, k, u, m, overload)
@@ -241,7 +264,26 @@ class HorusPlacement(Placement):
         if found is None:
             return None  # no single node fits: the general path (spanning nodes) decides
         chosen = self.idx.node_gpus[best_node][np.argsort(found, kind="stable")[:k]]
-        return tuple(int(g) for g in chosen), best
+        return tuple(chosen.tolist()), best
+
+    def _full_choice(self, load: GPULoad, k: int, u: float, m: float,
+                     overload: bool) -> tuple[tuple[int, ...], float] | None:
+        """``bounded_choice`` on a small cluster: every node costed exactly as one array (the same float operations
+        per element as its node search, which on a few nodes costs more in calls than it saves in work). The least
+        sum (ties: the lowest node, then the lowest GPU); None where no single node fits."""
+        self._ensure_base_cost()
+        idx = self.idx
+        gpus = idx.node_gpus
+        cost, feasible = self._gpu_costs(load, gpus, u, m, overload)
+        padded = np.where(idx.node_pad | ~feasible, np.inf, cost)
+        ordered = np.sort(padded, axis=1)
+        sums = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
+        node = int(np.argmin(sums))
+        total = float(sums[node])
+        if total == np.inf:
+            return None
+        chosen = gpus[node][np.argsort(padded[node], kind="stable")[:k]]
+        return tuple(chosen.tolist()), total
 
     def _bounded_shape(self, job: QueuedJob, state: SchedulerState) -> list | tuple[()] | None:
         """``bounded_choice``'s checks before costing nodes: [k, util, memory, inv_cap] of the job where it goes on
