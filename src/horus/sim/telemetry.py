@@ -40,6 +40,8 @@ from horus.registry import Registry
 from horus.state import RunningJob
 
 _NORMAL = NormalDist()
+_blake2b = hashlib.blake2b
+_new_report = tuple.__new__
 
 
 class Report(NamedTuple):
@@ -55,7 +57,7 @@ class Attempt:
     """One run of a job as its telemetry sees it: when it started, when its restore stall ends, its progress
     then, and its true rate changes since, as ``(time, rate, progress at that time)``, oldest first."""
 
-    __slots__ = ("attempt", "changes", "job_id", "last", "stall_until", "start_progress", "started")
+    __slots__ = ("attempt", "changes", "job_id", "last", "noise_key", "stall_until", "start_progress", "started")
 
     def __init__(self, job_id: str, attempt: int, started: float, stall_until: float, progress: float) -> None:
         self.job_id = job_id
@@ -65,6 +67,7 @@ class Attempt:
         self.start_progress = progress
         self.changes: list[tuple[float, float, float]] = []
         self.last: tuple[int, Report] | None = None  # (report index, report) of the latest read
+        self.noise_key: bytes | None = None  # the noise hash's input up to the report index (``NoisyTelemetry``)
 
     def change(self, now: float, rate: float, progress: float) -> None:
         """The true rate became ``rate`` at ``now``, with ``progress`` iterations done by then."""
@@ -147,6 +150,7 @@ class NoisyTelemetry(TelemetryModel):
         self.sigma = float(sigma)
         self.warmup_iterations = float(warmup_iterations)
         self.seed = int(seed)
+        self._half_var = 0.5 * self.sigma ** 2
 
     def report(self, run: Attempt, now: float) -> Report:
         index = max(0, math.floor((now - run.started) / self.period_s))
@@ -157,9 +161,12 @@ class NoisyTelemetry(TelemetryModel):
         rate, done = run.at(at)
         if index == 0 or done - run.start_progress < self.warmup_iterations or not rate > 0:
             rate = 0.0  # no report yet, or still warming up (the restore stall makes no progress)
-        else:
-            rate *= self.noise(run.job_id, run.attempt, index)
-        found = Report(rate, done, at)
+        elif self.sigma != 0:
+            key = run.noise_key
+            if key is None:
+                key = run.noise_key = f"{self.seed}\0{run.job_id}\0{run.attempt}\0".encode()
+            rate *= self._noise(key + str(index).encode())
+        found = _new_report(Report, (rate, done, at))  # ``Report(rate, done, at)``, without its Python ``__new__``
         run.last = (index, found)
         return found
 
@@ -178,9 +185,12 @@ class NoisyTelemetry(TelemetryModel):
         """The multiplicative noise of one report: ``exp(sigma z - sigma^2 / 2)``, ``z`` standard normal from a hash."""
         if self.sigma == 0:
             return 1.0
-        digest = hashlib.blake2b(f"{self.seed}\0{job_id}\0{attempt}\0{index}".encode(), digest_size=8).digest()
-        u = (int.from_bytes(digest, "big") + 0.5) / 2.0**64  # in (0, 1)
-        return math.exp(self.sigma * _NORMAL.inv_cdf(u) - 0.5 * self.sigma ** 2)
+        return self._noise(f"{self.seed}\0{job_id}\0{attempt}\0{index}".encode())
+
+    def _noise(self, key: bytes) -> float:
+        """``noise`` of the report whose hash input is ``key`` (sigma > 0)."""
+        u = (int.from_bytes(_blake2b(key, digest_size=8).digest(), "big") + 0.5) / 2.0**64  # in (0, 1)
+        return math.exp(self.sigma * _NORMAL.inv_cdf(u) - self._half_var)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "period_s": self.period_s, "sigma": self.sigma,
