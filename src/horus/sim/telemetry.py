@@ -34,7 +34,7 @@ import hashlib
 import math
 from abc import ABC, abstractmethod
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from horus.registry import Registry
 from horus.state import RunningJob
@@ -67,7 +67,7 @@ class Attempt:
         self.start_progress = progress
         self.changes: list[tuple[float, float, float]] = []
         self.last: tuple[int, Report] | None = None  # (report index, report) of the latest read
-        self.noise_key: bytes | None = None  # the noise hash's input up to the report index (``NoisyTelemetry``)
+        self.noise_key: Any = None  # the noise hash fed its inputs up to the report index (``NoisyTelemetry``)
 
     def change(self, now: float, rate: float, progress: float) -> None:
         """The true rate became ``rate`` at ``now``, with ``progress`` iterations done by then."""
@@ -161,11 +161,13 @@ class NoisyTelemetry(TelemetryModel):
         rate, done = run.at(at)
         if index == 0 or done - run.start_progress < self.warmup_iterations or not rate > 0:
             rate = 0.0  # no report yet, or still warming up (the restore stall makes no progress)
-        elif self.sigma != 0:
-            key = run.noise_key
-            if key is None:
-                key = run.noise_key = f"{self.seed}\0{run.job_id}\0{run.attempt}\0".encode()
-            rate *= self._noise(key + str(index).encode())
+        elif self.sigma != 0:  # ``noise(run.job_id, run.attempt, index)``: the attempt's hash state, then the index
+            base = run.noise_key
+            if base is None:
+                base = run.noise_key = _blake2b(f"{self.seed}\0{run.job_id}\0{run.attempt}\0".encode(), digest_size=8)
+            digest = base.copy()
+            digest.update(str(index).encode())
+            rate *= self._noise(digest)
         found = _new_report(Report, (rate, done, at))  # ``Report(rate, done, at)``, without its Python ``__new__``
         run.last = (index, found)
         return found
@@ -185,11 +187,11 @@ class NoisyTelemetry(TelemetryModel):
         """The multiplicative noise of one report: ``exp(sigma z - sigma^2 / 2)``, ``z`` standard normal from a hash."""
         if self.sigma == 0:
             return 1.0
-        return self._noise(f"{self.seed}\0{job_id}\0{attempt}\0{index}".encode())
+        return self._noise(_blake2b(f"{self.seed}\0{job_id}\0{attempt}\0{index}".encode(), digest_size=8))
 
-    def _noise(self, key: bytes) -> float:
-        """``noise`` of the report whose hash input is ``key`` (sigma > 0)."""
-        u = (int.from_bytes(_blake2b(key, digest_size=8).digest(), "big") + 0.5) / 2.0**64  # in (0, 1)
+    def _noise(self, digest: hashlib._Hash) -> float:
+        """``noise`` from the 8-byte blake2b hash of its inputs (sigma > 0)."""
+        u = (int.from_bytes(digest.digest(), "big") + 0.5) / 2.0**64  # in (0, 1)
         return math.exp(self.sigma * _NORMAL.inv_cdf(u) - self._half_var)
 
     def describe(self) -> dict[str, object]:
@@ -258,12 +260,14 @@ class ReportedRun(RunningJob):
     def pull(self) -> None:
         """Read the report if one is due by the current policy call."""
         reads = self._reads
-        if self._due <= reads.now:
-            attempt = self._attempt
-            assert attempt is not None and reads.model is not None
-            self.__dict__["observed_rate"], self.__dict__["iterations_done"], self.__dict__["reported_at"] = \
-                reads.read(attempt, reads.now)
-            self._due = reads.model.next_report_s(attempt, reads.now)
+        now = reads.now
+        if self._due <= now:
+            attempt, model = self._attempt, reads.model
+            assert attempt is not None and model is not None
+            reads.count += 1  # ``reads.read``, inline
+            values = self.__dict__
+            values["observed_rate"], values["iterations_done"], values["reported_at"] = model.report(attempt, now)
+            self._due = model.next_report_s(attempt, now)
 
     def stop(self) -> None:
         """The attempt ends: keep what the current call would see, and read no more."""
