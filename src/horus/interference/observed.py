@@ -149,10 +149,11 @@ class ObservedThroughput:
         self._names: list[str] = []
         self._one_type: str | None = None
         # answers of ``estimate`` kept until a sample changes what they read: a sample of a set on a GPU type
-        # moves that set's mean and its member types' residuals there, so it drops every cached answer on that GPU
-        # type that names one of those types (``_by_type`` finds them)
+        # moves that set's mean and its member types' residuals there, so it drops the cached answers about that set
+        # (``_by_set``) and those from the prior on that GPU type that name one of its types (``_by_type``)
         self._cache: dict[tuple[str, tuple[str, ...]], SetEstimate] = {}
-        self._by_type: dict[tuple[str, str], set[tuple[str, tuple[str, ...]]]] = {}
+        self._by_type: dict[tuple[str, str], set[tuple[str, tuple[str, ...]]]] = {}  # (GPU type, type): prior answers
+        self._by_set: dict[tuple[str, tuple[str, ...]], set[tuple[str, tuple[str, ...]]]] = {}  # (GPU type, sorted set)
         # when a list, every sample appends (GPU type name, the set's sorted types): what it may have changed,
         # for a reader that keeps answers derived from ``estimate`` (the reader empties it)
         self.learned: list[tuple[str, tuple[str, ...]]] | None = None
@@ -410,9 +411,14 @@ class ObservedThroughput:
             self.learned.append((gpu_type.name, key2[1]))
         return True
 
-    def _forget(self, gpu_type: str, types: Sequence[str]) -> None:
-        """Drop the cached answers on ``gpu_type`` about sets naming any of ``types`` (what a sample changed)."""
-        cache, by_type = self._cache, self._by_type
+    def _forget(self, gpu_type: str, types: tuple[str, ...]) -> None:
+        """Drop the cached answers on ``gpu_type`` that a sample of the set ``types`` (sorted) changed: those about
+        that set (its mean and spread), and those from the prior that name one of its types (their residuals).
+        An observed set's answer reads only its own samples, so other observed sets keep theirs."""
+        cache = self._cache
+        for key in self._by_set.pop((gpu_type, types), ()):
+            cache.pop(key, None)
+        by_type = self._by_type
         for t in set(types):
             for key in by_type.pop((gpu_type, t), ()):
                 cache.pop(key, None)
@@ -442,10 +448,14 @@ class ObservedThroughput:
             if len(self._cache) > 65536:
                 self._cache.clear()
                 self._by_type.clear()
+                self._by_set.clear()
                 self.generation += 1
             found = self._cache[key] = self._estimate(types, gpu_type)
-            for t in set(key[1]):
-                self._by_type.setdefault((key[0], t), set()).add(key)
+            if len(key[1]) > 1:  # sets of one or none are always alone (1.0): never dropped
+                self._by_set.setdefault((key[0], tuple(sorted(key[1]))), set()).add(key)
+                if not found.observed:  # from the prior: its types' residuals move with any sample naming them
+                    for t in set(key[1]):
+                        self._by_type.setdefault((key[0], t), set()).add(key)
         return found
 
     def _estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
