@@ -219,10 +219,13 @@ class ObservedThroughput:
             at = getattr(run, "reported_at", None)
             if at is not None and seen.get(job_id) != at:
                 seen[job_id] = at
-                if len(run.gpus) > 1 and self._alone_job(run, state):
+                gpus = run.gpus
+                if len(gpus) == 1:
+                    out.add(gpus[0])
+                elif len(gpus) > 1 and self._alone_job(run, state):
                     alone_gangs.append(run)
                 else:
-                    out.update(run.gpus)
+                    out.update(gpus)
         if len(seen) > 2 * len(state.running) + 1024:  # jobs that left
             self._seen = {j: at for j, at in seen.items() if j in state.running}
         return out

@@ -87,7 +87,9 @@ class Attempt:
         if i:
             del changes[:i]
         t0, rate, progress = changes[0]
-        return rate, progress + rate * max(0.0, t - max(t0, self.stall_until))
+        stall = self.stall_until
+        ran = t - (stall if stall > t0 else t0)  # ``max(0.0, t - max(t0, stall))``, without the calls
+        return rate, progress + rate * (ran if ran > 0.0 else 0.0)
 
 
 class TelemetryModel(ABC):
@@ -153,7 +155,9 @@ class NoisyTelemetry(TelemetryModel):
         self._half_var = 0.5 * self.sigma ** 2
 
     def report(self, run: Attempt, now: float) -> Report:
-        index = max(0, math.floor((now - run.started) / self.period_s))
+        index = math.floor((now - run.started) / self.period_s)
+        if index < 0:
+            index = 0
         last = run.last
         if last is not None and last[0] == index:
             return last[1]
@@ -167,7 +171,8 @@ class NoisyTelemetry(TelemetryModel):
                 base = run.noise_key = _blake2b(f"{self.seed}\0{run.job_id}\0{run.attempt}\0".encode(), digest_size=8)
             digest = base.copy()
             digest.update(str(index).encode())
-            rate *= self._noise(digest)
+            u = (int.from_bytes(digest.digest(), "big") + 0.5) / 2.0**64  # ``_noise``, inline
+            rate *= math.exp(self.sigma * _NORMAL.inv_cdf(u) - self._half_var)
         found = _new_report(Report, (rate, done, at))  # ``Report(rate, done, at)``, without its Python ``__new__``
         run.last = (index, found)
         return found
@@ -175,7 +180,9 @@ class NoisyTelemetry(TelemetryModel):
     def next_report_s(self, run: Attempt, now: float) -> float:
         """When the next report is made: the first time the report index passes the current one."""
         started, period = run.started, self.period_s
-        index = max(0, math.floor((now - started) / period))
+        index = math.floor((now - started) / period)
+        if index < 0:
+            index = 0
         due = started + (index + 1) * period  # within a few ulps of the boundary: find the exact first float
         while due > now and math.floor((math.nextafter(due, -math.inf) - started) / period) > index:
             due = math.nextafter(due, -math.inf)
