@@ -389,15 +389,16 @@ class ObservedThroughput:
                 self._own_solo((runs[0].spec.job_id, gpu_type.name), runs[0].observed_rate, reported)
             return True
         types = [r.spec.job_type for r in runs]
-        xs = [r.observed_rate / self.solo_rate(r.spec, gpu_type, state) for r in runs]
         order = sorted(range(len(types)), key=lambda i: types[i])
         key2 = (gpu_type.name, tuple(types[i] for i in order))
+        found = self.sets.get(key2)
+        if reported and found is not None and found[1] >= self.max_samples:
+            return True  # known well enough: more reports would barely move it (and would re-plan every call)
+        xs = [r.observed_rate / self.solo_rate(r.spec, gpu_type, state) for r in runs]
         sample = np.array([xs[i] if reported else min(1.0, xs[i]) for i in order])
-        mean_x, n = self.sets.get(key2, (np.zeros(len(order)), 0))
+        mean_x, n = found if found is not None else (np.zeros(len(order)), 0)
         if not reported and n and np.allclose(mean_x, sample, rtol=0.0, atol=1e-9):
             return True  # the same again (a rescan of a deterministic world): nothing learned
-        if reported and n >= self.max_samples:
-            return True  # known well enough: more reports would barely move it (and would re-plan every call)
         new_mean = (mean_x * n + sample) / (n + 1)
         self.sets[key2] = (new_mean, n + 1)
         m2, any_reported = self.spread.get(key2, (0.0, False))
