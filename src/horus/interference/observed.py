@@ -445,7 +445,8 @@ class ObservedThroughput:
 
     def estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
         """Belief about the set ``types`` sharing one GPU of ``gpu_type`` (order of ``types`` kept; answers are
-        cached until a sample of a set on that GPU type names one of them; the same object is returned meanwhile)."""
+        cached until a sample changes them: one of the same set, or, for an answer from the prior, one of a set on
+        that GPU type naming one of its types (``_forget``); the same object is returned meanwhile)."""
         key = (gpu_type.name, tuple(types))
         found = self._cache.get(key)
         if found is None:
