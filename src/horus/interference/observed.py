@@ -50,6 +50,9 @@ from horus.jobs import JobSpec
 from horus.predict.base import Prediction
 
 
+_NO_READING: dict[str, float] = {}  # a GPU not read yet (never written)
+
+
 class RunView(Protocol):
     """What is read of a running job (``horus.state.RunningJob`` is one)."""
 
@@ -142,11 +145,15 @@ class ObservedThroughput:
         self._since: dict[str, tuple[RunView, float]] = {}
         self._alone: dict[str, tuple[RunView, bool]] = {}
         self.samples = 0
+        self._names_of: Cluster | None = None  # the cluster ``_names`` and ``_one_type`` describe (``_gpu_names``)
+        self._names: list[str] = []
+        self._one_type: str | None = None
         # answers of ``estimate`` kept until a sample changes what they read: a sample of a set on a GPU type
-        # moves that set's mean and its member types' residuals there, so it drops every cached answer on that GPU
-        # type that names one of those types (``_by_type`` finds them)
+        # moves that set's mean and its member types' residuals there, so it drops the cached answers about that set
+        # (``_by_set``) and those from the prior on that GPU type that name one of its types (``_by_type``)
         self._cache: dict[tuple[str, tuple[str, ...]], SetEstimate] = {}
-        self._by_type: dict[tuple[str, str], set[tuple[str, tuple[str, ...]]]] = {}
+        self._by_type: dict[tuple[str, str], set[tuple[str, tuple[str, ...]]]] = {}  # (GPU type, type): prior answers
+        self._by_set: dict[tuple[str, tuple[str, ...]], set[tuple[str, tuple[str, ...]]]] = {}  # (GPU type, sorted set)
         # when a list, every sample appends (GPU type name, the set's sorted types): what it may have changed,
         # for a reader that keeps answers derived from ``estimate`` (the reader empties it)
         self.learned: list[tuple[str, tuple[str, ...]]] | None = None
@@ -183,13 +190,17 @@ class ObservedThroughput:
         gpus = {g for g in gpus if g < len(changes)}
         self._pending = set()
         gangs: dict[str, list[int]] = {}  # a gang alone on GPUs to read: its GPUs, read together (``_observe_gang``)
-        running = state.running
+        running, pending = state.running, self._pending
         for g in gpus:
             on_g = residents[g]
-            if len(on_g) == 1 and running[on_g[0]].spec.num_gpus > 1:
-                gangs.setdefault(on_g[0], []).append(g)
-            elif not self._observe_gpu(g, state):
-                self._pending.add(g)
+            if len(on_g) == 1:  # ``_observe_gpu`` for one resident, without looking it up twice
+                run = running[on_g[0]]
+                if run.spec.num_gpus > 1:
+                    gangs.setdefault(on_g[0], []).append(g)
+                elif not self._observe_alone(g, run, state):
+                    pending.add(g)
+            elif on_g and not self._observe_gpu(g, state):
+                pending.add(g)
         for run in alone_gangs:  # every GPU of it, once (some may have come through the GPUs above)
             listed = gangs.get(run.spec.job_id)
             if listed is None:
@@ -208,10 +219,13 @@ class ObservedThroughput:
             at = getattr(run, "reported_at", None)
             if at is not None and seen.get(job_id) != at:
                 seen[job_id] = at
-                if len(run.gpus) > 1 and self._alone_job(run, state):
+                gpus = run.gpus
+                if len(gpus) == 1:
+                    out.add(gpus[0])
+                elif len(gpus) > 1 and self._alone_job(run, state):
                     alone_gangs.append(run)
                 else:
-                    out.update(run.gpus)
+                    out.update(gpus)
         if len(seen) > 2 * len(state.running) + 1024:  # jobs that left
             self._seen = {j: at for j, at in seen.items() if j in state.running}
         return out
@@ -235,32 +249,42 @@ class ObservedThroughput:
         rate = run.observed_rate
         if not rate > 0:
             return False
-        job_id = run.spec.job_id
+        spec = run.spec
+        job_id = spec.job_id
         at = getattr(run, "reported_at", None)
         if at is not None:  # ``_fresh_reading`` for one resident
             self._reported = True
-            if at < self._since_job(run):
+            found = self._since.get(job_id)  # ``_since_job``, inline
+            since = found[1] if found is not None and found[0] is run else self._since_job(run)
+            if at < since:
                 return False
             last = self._read.get(g)
             if last is not None and last.get(job_id) == at:
                 return True
             self._read[g] = {job_id: at}
-        reported = at is not None
         gpu_type = state.cluster.gpus[g].gpu_type
-        if run.spec.num_gpus > 1:
+        name = gpu_type.name
+        if spec.num_gpus > 1:
             if self._alone_job(run, state):  # a gang alone on all its GPUs
-                self._own_solo((job_id, gpu_type.name), rate, reported)
+                self._own_solo((job_id, name), rate, at is not None)
             return True
-        self._own_solo((job_id, gpu_type.name), rate, reported)
-        if not run.spec.model:  # no type to learn about, and its prediction is a placeholder (no speed bias)
+        key = (job_id, name)  # ``_own_solo``, inline
+        if at is None:
+            self.job_solo[key] = rate
+        else:
+            counts, job_solo = self._job_solo_n, self.job_solo
+            n = counts.get(key, 0)
+            job_solo[key] = (job_solo.get(key, 0.0) * n + rate) / (n + 1)
+            counts[key] = n + 1
+        if not spec.model:  # no type to learn about, and its prediction is a placeholder (no speed bias)
             return True
-        key = (run.spec.job_type, gpu_type.name)
+        key = (spec.job_type, name)
         mean, n = self.solo.get(key, (0.0, 0))
         self.solo[key] = ((mean * n + rate) / (n + 1), n + 1)
-        pred = state.predict(run.spec, gpu_type)
-        if pred.iter_time_s > 0:
-            bias, m = self.log_bias.get(gpu_type.name, (0.0, 0))
-            self.log_bias[gpu_type.name] = ((bias * m + math.log(rate * pred.iter_time_s)) / (m + 1), m + 1)
+        iter_time_s = state.predict(spec, gpu_type).iter_time_s
+        if iter_time_s > 0:
+            bias, m = self.log_bias.get(name, (0.0, 0))
+            self.log_bias[name] = ((bias * m + math.log(rate * iter_time_s)) / (m + 1), m + 1)
         return True
 
     def _observe_gang(self, run: RunView, gpus: list[int], state: TelemetryView) -> None:
@@ -273,25 +297,45 @@ class ObservedThroughput:
                 self._reported = True
             self._pending.update(gpus)
             return
-        job_id, cluster_gpus = run.spec.job_id, state.cluster.gpus
+        job_id, names = run.spec.job_id, self._gpu_names(state)
         new: dict[str, int] = {}  # GPU type name -> GPUs read anew
         if at is None:
             for g in gpus:
-                new[cluster_gpus[g].gpu_type.name] = 1  # continuous telemetry: the latest rate, however often
+                new[names[g]] = 1  # continuous telemetry: the latest rate, however often
         else:
             self._reported = True
             read, stamp = self._read, {job_id: at}  # readings are replaced, never changed: one dict serves all
-            for g in gpus:
-                last = read.get(g)
-                if last is not None and last.get(job_id) == at:
-                    continue
-                read[g] = stamp
-                name = cluster_gpus[g].gpu_type.name
-                new[name] = new.get(name, 0) + 1
+            fresh = [g for g in gpus if (read.get(g) or _NO_READING).get(job_id) != at]
+            if fresh:
+                read.update(dict.fromkeys(fresh, stamp))
+                if self._one_type is not None:
+                    new[self._one_type] = len(fresh)
+                else:
+                    for g in fresh:
+                        new[names[g]] = new.get(names[g], 0) + 1
         if new and self._alone_job(run, state):  # a gang alone on all its GPUs: ``_own_solo`` once per GPU read anew
-            for name, times in new.items():
+            if at is None:
+                for name in new:
+                    self.job_solo[(job_id, name)] = rate
+                return
+            job_solo, counts = self.job_solo, self._job_solo_n
+            for name, times in new.items():  # ``_own_solo`` ``times`` times over: the same float operations
+                key = (job_id, name)
+                n = counts.get(key, 0)
+                mean = job_solo.get(key, 0.0)
                 for _ in range(times):
-                    self._own_solo((job_id, name), rate, at is not None)
+                    mean = (mean * n + rate) / (n + 1)
+                    n += 1
+                job_solo[key], counts[key] = mean, n
+
+    def _gpu_names(self, state: TelemetryView) -> list[str]:
+        """Each GPU's type name (kept per cluster); ``_one_type`` is the name when all GPUs have one type."""
+        cluster = state.cluster
+        if self._names_of is not cluster or len(self._names) != len(cluster.gpus):
+            self._names = [gpu.gpu_type.name for gpu in cluster.gpus]
+            self._one_type = self._names[0] if len(set(self._names)) == 1 else None
+            self._names_of = cluster
+        return self._names
 
     def _since_job(self, run: RunView) -> float:
         """When the residents of a GPU ``run`` holds last changed (kept per job until one of its GPUs changes: a
@@ -345,15 +389,16 @@ class ObservedThroughput:
                 self._own_solo((runs[0].spec.job_id, gpu_type.name), runs[0].observed_rate, reported)
             return True
         types = [r.spec.job_type for r in runs]
-        xs = [r.observed_rate / self.solo_rate(r.spec, gpu_type, state) for r in runs]
         order = sorted(range(len(types)), key=lambda i: types[i])
         key2 = (gpu_type.name, tuple(types[i] for i in order))
+        found = self.sets.get(key2)
+        if reported and found is not None and found[1] >= self.max_samples:
+            return True  # known well enough: more reports would barely move it (and would re-plan every call)
+        xs = [r.observed_rate / self.solo_rate(r.spec, gpu_type, state) for r in runs]
         sample = np.array([xs[i] if reported else min(1.0, xs[i]) for i in order])
-        mean_x, n = self.sets.get(key2, (np.zeros(len(order)), 0))
+        mean_x, n = found if found is not None else (np.zeros(len(order)), 0)
         if not reported and n and np.allclose(mean_x, sample, rtol=0.0, atol=1e-9):
             return True  # the same again (a rescan of a deterministic world): nothing learned
-        if reported and n >= self.max_samples:
-            return True  # known well enough: more reports would barely move it (and would re-plan every call)
         new_mean = (mean_x * n + sample) / (n + 1)
         self.sets[key2] = (new_mean, n + 1)
         m2, any_reported = self.spread.get(key2, (0.0, False))
@@ -370,9 +415,14 @@ class ObservedThroughput:
             self.learned.append((gpu_type.name, key2[1]))
         return True
 
-    def _forget(self, gpu_type: str, types: Sequence[str]) -> None:
-        """Drop the cached answers on ``gpu_type`` about sets naming any of ``types`` (what a sample changed)."""
-        cache, by_type = self._cache, self._by_type
+    def _forget(self, gpu_type: str, types: tuple[str, ...]) -> None:
+        """Drop the cached answers on ``gpu_type`` that a sample of the set ``types`` (sorted) changed: those about
+        that set (its mean and spread), and those from the prior that name one of its types (their residuals).
+        An observed set's answer reads only its own samples, so other observed sets keep theirs."""
+        cache = self._cache
+        for key in self._by_set.pop((gpu_type, types), ()):
+            cache.pop(key, None)
+        by_type = self._by_type
         for t in set(types):
             for key in by_type.pop((gpu_type, t), ()):
                 cache.pop(key, None)
@@ -395,17 +445,22 @@ class ObservedThroughput:
 
     def estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:
         """Belief about the set ``types`` sharing one GPU of ``gpu_type`` (order of ``types`` kept; answers are
-        cached until a sample of a set on that GPU type names one of them; the same object is returned meanwhile)."""
+        cached until a sample changes them: one of the same set, or, for an answer from the prior, one of a set on
+        that GPU type naming one of its types (``_forget``); the same object is returned meanwhile)."""
         key = (gpu_type.name, tuple(types))
         found = self._cache.get(key)
         if found is None:
             if len(self._cache) > 65536:
                 self._cache.clear()
                 self._by_type.clear()
+                self._by_set.clear()
                 self.generation += 1
             found = self._cache[key] = self._estimate(types, gpu_type)
-            for t in set(key[1]):
-                self._by_type.setdefault((key[0], t), set()).add(key)
+            if len(key[1]) > 1:  # sets of one or none are always alone (1.0): never dropped
+                self._by_set.setdefault((key[0], tuple(sorted(key[1]))), set()).add(key)
+                if not found.observed:  # from the prior: its types' residuals move with any sample naming them
+                    for t in set(key[1]):
+                        self._by_type.setdefault((key[0], t), set()).add(key)
         return found
 
     def _estimate(self, types: Sequence[str], gpu_type: GPUType) -> SetEstimate:

@@ -225,6 +225,7 @@ class AdaptiveHorusPolicy(Policy):
         self._clock = 0
         self._touched = np.zeros(0, dtype=np.int64)
         self._type_clock: dict[str, int] = {}
+        self._learn_clock = -1  # the latest value in ``_type_clock``
         self._no_pay: dict[tuple[str, int, str | None], tuple[int, tuple[int, ...]]] = {}
         self._touched_since: dict[int, np.ndarray] = {}  # this call: clock -> GPUs touched after it
         self._touched_lists: dict[int, list[int]] = {}  # the same as lists
@@ -571,6 +572,22 @@ class AdaptiveHorusPolicy(Policy):
         oom = self._oom_hosts(state) if self.oom_types else None
         allowed = self.idx.allowed(spec)
         seen: set[int] = set()
+        if len(gpus) > 16:  # the screen below on arrays (the same float64 operations), then the GPUs it passes
+            at = np.array(gpus, dtype=np.int64)
+            n_at = n_res[at]
+            ok = (n_at >= 1) & (n_at < most) & (pred_mem[at] + (mem[at] if per_gpu else mem) <= spare * capacity[at])
+            if oom is not None:
+                ok &= ~oom[at]
+            if allowed is not None:
+                ok &= allowed[at]
+            for g, sig_id in zip(at[ok].tolist(), sig_ids[at[ok]].tolist()):
+                if sig_id in seen:
+                    continue
+                seen.add(sig_id)
+                own, drop, sigma, _ = self._join_cached(spec.job_type, sig_id, g, state, snap, plan)
+                if (own - drop) - self.kappa * sigma >= self.margin:
+                    return True
+            return False
         for g in gpus:
             n = n_res[g]
             if (n < 1 or n >= most or not pred_mem[g] + (mem[g] if per_gpu else mem) <= spare * capacity[g]
@@ -605,7 +622,7 @@ class AdaptiveHorusPolicy(Policy):
             for gpu_type, types in learned:
                 on_type = self.idx.type_masks.get(gpu_type)
                 for t in set(types):
-                    self._type_clock[t] = self._clock
+                    self._type_clock[t] = self._learn_clock = self._clock
                     with_t = sigs.with_type.get(t)
                     if with_t and on_type is not None:
                         touched.update(np.flatnonzero(np.isin(sigs.ids, list(with_t)) & on_type).tolist())
@@ -644,6 +661,8 @@ class AdaptiveHorusPolicy(Policy):
         kept = self._settled.get(key)
         if kept is not None and kept[1] == generation and kept[2] == pattern:
             clock, type_clock = kept[0], self._type_clock
+            if clock >= self._learn_clock:  # no type's clock is past it (``_learn_clock`` is the latest of them)
+                return kept[3]
             if (type_clock.get(job_type, -1) <= clock and all(type_clock.get(t, -1) <= clock for t in sig[1])
                     and all(type_clock.get(t, -1) <= clock for t in sig[3])):
                 return kept[3]

@@ -34,12 +34,14 @@ import hashlib
 import math
 from abc import ABC, abstractmethod
 from statistics import NormalDist
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from horus.registry import Registry
 from horus.state import RunningJob
 
 _NORMAL = NormalDist()
+_blake2b = hashlib.blake2b
+_new_report = tuple.__new__
 
 
 class Report(NamedTuple):
@@ -55,7 +57,7 @@ class Attempt:
     """One run of a job as its telemetry sees it: when it started, when its restore stall ends, its progress
     then, and its true rate changes since, as ``(time, rate, progress at that time)``, oldest first."""
 
-    __slots__ = ("attempt", "changes", "job_id", "last", "stall_until", "start_progress", "started")
+    __slots__ = ("attempt", "changes", "job_id", "last", "noise_key", "stall_until", "start_progress", "started")
 
     def __init__(self, job_id: str, attempt: int, started: float, stall_until: float, progress: float) -> None:
         self.job_id = job_id
@@ -65,6 +67,7 @@ class Attempt:
         self.start_progress = progress
         self.changes: list[tuple[float, float, float]] = []
         self.last: tuple[int, Report] | None = None  # (report index, report) of the latest read
+        self.noise_key: Any = None  # the noise hash fed its inputs up to the report index (``NoisyTelemetry``)
 
     def change(self, now: float, rate: float, progress: float) -> None:
         """The true rate became ``rate`` at ``now``, with ``progress`` iterations done by then."""
@@ -84,7 +87,9 @@ class Attempt:
         if i:
             del changes[:i]
         t0, rate, progress = changes[0]
-        return rate, progress + rate * max(0.0, t - max(t0, self.stall_until))
+        stall = self.stall_until
+        ran = t - (stall if stall > t0 else t0)  # ``max(0.0, t - max(t0, stall))``, without the calls
+        return rate, progress + rate * (ran if ran > 0.0 else 0.0)
 
 
 class TelemetryModel(ABC):
@@ -147,9 +152,12 @@ class NoisyTelemetry(TelemetryModel):
         self.sigma = float(sigma)
         self.warmup_iterations = float(warmup_iterations)
         self.seed = int(seed)
+        self._half_var = 0.5 * self.sigma ** 2
 
     def report(self, run: Attempt, now: float) -> Report:
-        index = max(0, math.floor((now - run.started) / self.period_s))
+        index = math.floor((now - run.started) / self.period_s)
+        if index < 0:
+            index = 0
         last = run.last
         if last is not None and last[0] == index:
             return last[1]
@@ -157,16 +165,24 @@ class NoisyTelemetry(TelemetryModel):
         rate, done = run.at(at)
         if index == 0 or done - run.start_progress < self.warmup_iterations or not rate > 0:
             rate = 0.0  # no report yet, or still warming up (the restore stall makes no progress)
-        else:
-            rate *= self.noise(run.job_id, run.attempt, index)
-        found = Report(rate, done, at)
+        elif self.sigma != 0:  # ``noise(run.job_id, run.attempt, index)``: the attempt's hash state, then the index
+            base = run.noise_key
+            if base is None:
+                base = run.noise_key = _blake2b(f"{self.seed}\0{run.job_id}\0{run.attempt}\0".encode(), digest_size=8)
+            digest = base.copy()
+            digest.update(str(index).encode())
+            u = (int.from_bytes(digest.digest(), "big") + 0.5) / 2.0**64  # ``_noise``, inline
+            rate *= math.exp(self.sigma * _NORMAL.inv_cdf(u) - self._half_var)
+        found = _new_report(Report, (rate, done, at))  # ``Report(rate, done, at)``, without its Python ``__new__``
         run.last = (index, found)
         return found
 
     def next_report_s(self, run: Attempt, now: float) -> float:
         """When the next report is made: the first time the report index passes the current one."""
         started, period = run.started, self.period_s
-        index = max(0, math.floor((now - started) / period))
+        index = math.floor((now - started) / period)
+        if index < 0:
+            index = 0
         due = started + (index + 1) * period  # within a few ulps of the boundary: find the exact first float
         while due > now and math.floor((math.nextafter(due, -math.inf) - started) / period) > index:
             due = math.nextafter(due, -math.inf)
@@ -178,9 +194,12 @@ class NoisyTelemetry(TelemetryModel):
         """The multiplicative noise of one report: ``exp(sigma z - sigma^2 / 2)``, ``z`` standard normal from a hash."""
         if self.sigma == 0:
             return 1.0
-        digest = hashlib.blake2b(f"{self.seed}\0{job_id}\0{attempt}\0{index}".encode(), digest_size=8).digest()
-        u = (int.from_bytes(digest, "big") + 0.5) / 2.0**64  # in (0, 1)
-        return math.exp(self.sigma * _NORMAL.inv_cdf(u) - 0.5 * self.sigma ** 2)
+        return self._noise(_blake2b(f"{self.seed}\0{job_id}\0{attempt}\0{index}".encode(), digest_size=8))
+
+    def _noise(self, digest: hashlib._Hash) -> float:
+        """``noise`` from the 8-byte blake2b hash of its inputs (sigma > 0)."""
+        u = (int.from_bytes(digest.digest(), "big") + 0.5) / 2.0**64  # in (0, 1)
+        return math.exp(self.sigma * _NORMAL.inv_cdf(u) - self._half_var)
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "period_s": self.period_s, "sigma": self.sigma,
@@ -248,12 +267,14 @@ class ReportedRun(RunningJob):
     def pull(self) -> None:
         """Read the report if one is due by the current policy call."""
         reads = self._reads
-        if self._due <= reads.now:
-            attempt = self._attempt
-            assert attempt is not None and reads.model is not None
-            self.__dict__["observed_rate"], self.__dict__["iterations_done"], self.__dict__["reported_at"] = \
-                reads.read(attempt, reads.now)
-            self._due = reads.model.next_report_s(attempt, reads.now)
+        now = reads.now
+        if self._due <= now:
+            attempt, model = self._attempt, reads.model
+            assert attempt is not None and model is not None
+            reads.count += 1  # ``reads.read``, inline
+            values = self.__dict__
+            values["observed_rate"], values["iterations_done"], values["reported_at"] = model.report(attempt, now)
+            self._due = model.next_report_s(attempt, now)
 
     def stop(self) -> None:
         """The attempt ends: keep what the current call would see, and read no more."""
