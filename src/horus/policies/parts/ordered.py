@@ -192,6 +192,12 @@ class RequestTable:
         self._last_jobs, self._last_rows = list(jobs), rows
         return rows
 
+    def last(self, jobs: Sequence[QueuedJob]) -> np.ndarray | None:
+        """The rows ``rows`` gives for ``jobs`` when they are the entries of its last call (by identity; read-only),
+        else None; changes nothing."""
+        last = self._last_jobs
+        return self._last_rows if len(jobs) == len(last) and all(map(is_, jobs, last)) else None
+
     def row(self, job: QueuedJob, state: SchedulerState) -> np.ndarray:
         """The row of one job (``rows`` of one job without the list bookkeeping; a copy)."""
         hit = self._index.get(job.spec.job_id)
