@@ -304,7 +304,8 @@ def test_fit_counts_match_possible_rows_as_the_load_changes(full_above: int, mon
     """``FitCounts`` (horus-paper's window counts kept across calls, redone only for GPUs whose load changed: one,
     several, or more than ``FULL_ABOVE`` taken afresh) admits exactly what ``HorusPlacement.possible_rows`` admits on a
     fresh summary, and its ``room`` is ``any_room``: on loads changed in place and on new load objects, with gangs,
-    out-of-memory jobs, a utilization cap above 1 and the window replaced now and then."""
+    out-of-memory jobs, a utilization cap above 1 and the window changed now and then (jobs kept from the last look keep
+    their counts)."""
     import numpy as np
 
     from horus.policies.parts import fit_counts
@@ -326,10 +327,12 @@ def test_fit_counts_match_possible_rows_as_the_load_changes(full_above: int, mon
             load.pred_util[i], load.pred_mem_mib[i] = rng.uniform(0.1, 1.4), rng.uniform(500, 16_000)
         jobs: list[QueuedJob] = []
         for step in range(60):
-            if step % 15 == 0:  # a new window
-                jobs = [QueuedJob(fake_spec(f"q{trial}-{step}-{j}", str(rng.choice(models)),
-                                            gpus=int(rng.choice([1, 1, 2, 3, 8]))), 0.0,
-                                  oom_failures=int(rng.random() < 0.2)) for j in range(int(rng.integers(1, 10)))]
+            if step % 5 == 0:  # the window changes: some jobs leave, some join (at the end), now and then all
+                kept = [job for job in jobs if rng.random() < (0.0 if step % 15 == 0 else 0.7)]
+                jobs = kept + [QueuedJob(fake_spec(f"q{trial}-{step}-{j}", str(rng.choice(models)),
+                                                   gpus=int(rng.choice([1, 1, 2, 3, 8]))), 0.0,
+                                         oom_failures=int(rng.random() < 0.2)) for j in range(int(rng.integers(0, 6)))]
+                jobs = jobs or [QueuedJob(fake_spec(f"q{trial}-{step}", "big", gpus=2), 0.0)]
             if rng.random() < 0.2:
                 load = load.copy()  # a new load object (the oracle plans on one per call)
             for g in rng.choice(n, size=int(rng.choice([0, 1, 1, 1, 3, n])), replace=False):
