@@ -320,7 +320,8 @@ def test_fit_counts_match_possible_rows_as_the_load_changes(full_above: int, mon
         state = make_state(TABLE, nodes=6, gpus_per_node=4)
         n = state.cluster.num_gpus
         placement = HorusPlacement(util_cap=float(rng.choice([1.0, 1.5])), max_residents=int(rng.choice([2, 4])))
-        counts = fit_counts.FitCounts(placement.util_cap, placement.mem_margin, placement.max_residents)
+        counts = placement.fit_counts()
+        assert counts is not None
         load = state.tentative()
         for i in range(n):
             load.n_residents[i] = int(rng.integers(1, 5))

@@ -47,7 +47,7 @@ class HorusPolicy(Policy):
                                                      max_residents=max_residents, weights=weights)
         self.bypassed: dict[str, int] = {}
         self._blocked: PlanMemo[frozenset[str]] = PlanMemo(frozenset())  # jobs unplaceable under the planned load
-        self._fit_counts: FitCounts | None = None  # ``_refuses_all``: per window job, the GPUs that could take it
+        self._fit_counts: FitCounts | None = None  # ``_admitted``: per window job, the GPUs that could take it
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": self.is_oracle, "lookahead": self.lookahead,
@@ -134,11 +134,11 @@ class HorusPolicy(Policy):
         room at all (``any_room`` false: the call returns before the window asks for the rows)."""
         placement = self.placement
         if self._fit_counts is None:
-            if not (isinstance(placement, HorusPlacement) and type(placement).possible is Placement.possible
-                    and type(placement).possible_rows is HorusPlacement.possible_rows
-                    and type(placement).any_room is HorusPlacement.any_room):
+            if type(placement).possible is not Placement.possible:
                 return None
-            self._fit_counts = FitCounts(placement.util_cap, placement.mem_margin, placement.max_residents)
+            self._fit_counts = placement.fit_counts()
+            if self._fit_counts is None:
+                return None
         if getattr(placement, "_seen", None) is not state or placement.idx.cluster is not state.cluster:
             return None
         capacity = state.mem_capacity_mib

@@ -28,6 +28,7 @@ from sortedcontainers import SortedList
 
 from horus.policies.base import Action, Policy, Start
 from horus.policies.parts.cluster_index import ClusterIndex, cluster_index, job_predictions
+from horus.policies.parts.fit_counts import FitCounts
 from horus.policies.parts.gpu_selection import select_gpus
 from horus.predict.base import Prediction
 from horus.registry import Registry
@@ -267,6 +268,11 @@ class Placement(ABC):
     def possible_rows(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """``possible`` given the jobs' ``requests`` rows (default: all True)."""
         return np.ones(len(rows), dtype=bool)
+
+    def fit_counts(self) -> FitCounts | None:
+        """A new ``FitCounts`` that admits what this placement's ``possible_rows`` admits, where one does (default:
+        none)."""
+        return None
 
     def job_loads(self, job: QueuedJob, state: SchedulerState) -> list[Prediction]:
         """The job's per-worker load on each GPU type of the cluster (predicted; the oracle: true)."""

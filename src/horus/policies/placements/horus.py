@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from horus.policies.parts.cluster_index import job_predictions
+from horus.policies.parts.fit_counts import FitCounts
 from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
@@ -582,6 +583,13 @@ class HorusPlacement(Placement):
         if not self._summary_ready:
             self._summarise()
         return self.max_free_mib > 0.0
+
+    def fit_counts(self) -> FitCounts | None:
+        """Counts that admit what ``possible_rows`` admits (and ``room`` that is ``any_room``), where they are this
+        class's own."""
+        if type(self).possible_rows is not HorusPlacement.possible_rows or type(self).any_room is not HorusPlacement.any_room:
+            return None
+        return FitCounts(self.util_cap, self.mem_margin, self.max_residents)
 
     def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """False when fewer than k GPUs are idle or could share with the job's least predicted memory
