@@ -587,7 +587,8 @@ class HorusPlacement(Placement):
     def fit_counts(self) -> FitCounts | None:
         """Counts that admit what ``possible_rows`` admits (and ``room`` that is ``any_room``), where they are this
         class's own."""
-        if type(self).possible_rows is not HorusPlacement.possible_rows or type(self).any_room is not HorusPlacement.any_room:
+        own = type(self).possible_rows is HorusPlacement.possible_rows and type(self).any_room is HorusPlacement.any_room
+        if not own:
             return None
         return FitCounts(self.util_cap, self.mem_margin, self.max_residents)
 
