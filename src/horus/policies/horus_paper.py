@@ -29,7 +29,9 @@ class HorusPolicy(Policy):
     bypass count grows; past ``max_bypass`` only the head may start (the window blocks until it fits),
     so no job starves. A call may start many jobs. Calls are cheap when nothing changed: jobs found
     unplaceable are remembered until the cluster load changes, and jobs the placement's ``possible``
-    rules out (fewer than k GPUs could take them) are not evaluated.
+    rules out (fewer than k GPUs could take them) are not evaluated. Those GPU counts are kept across calls
+    (``FitCounts``, redone for the GPUs whose load changed): a call whose window jobs are all ruled out
+    returns before building the window.
     """
 
     colocates = True
