@@ -297,3 +297,55 @@ def test_horus_iasp_node_bounds_match_costing_every_gpu() -> None:
                 p.note_start(job, choice[0], state)
                 p.placement.update(load, state)
     assert compared > 100
+
+
+@pytest.mark.parametrize("full_above", [64, 2])
+def test_fit_counts_match_possible_rows_as_the_load_changes(full_above: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FitCounts`` (horus-paper's window counts kept across calls, redone only for GPUs whose load changed: one,
+    several, or more than ``FULL_ABOVE`` taken afresh) admits exactly what ``HorusPlacement.possible_rows`` admits on a
+    fresh summary, and its ``room`` is ``any_room``: on loads changed in place and on new load objects, with gangs,
+    out-of-memory jobs, a utilization cap above 1 and the window changed now and then (jobs kept from the last look keep
+    their counts)."""
+    import numpy as np
+
+    from horus.policies.parts import fit_counts
+    from horus.policies.placements.horus import HorusPlacement
+    from horus.state import QueuedJob
+
+    monkeypatch.setattr(fit_counts, "FULL_ABOVE", full_above)
+    rng = np.random.default_rng(11)
+    models = list(TABLE)
+    refused = admitted = 0
+    for trial in range(6):
+        state = make_state(TABLE, nodes=6, gpus_per_node=4)
+        n = state.cluster.num_gpus
+        placement = HorusPlacement(util_cap=float(rng.choice([1.0, 1.5])), max_residents=int(rng.choice([2, 4])))
+        counts = placement.fit_counts()
+        assert counts is not None
+        load = state.tentative()
+        for i in range(n):
+            load.n_residents[i] = int(rng.integers(1, 5))
+            load.pred_util[i], load.pred_mem_mib[i] = rng.uniform(0.1, 1.4), rng.uniform(500, 16_000)
+        jobs: list[QueuedJob] = []
+        for step in range(60):
+            if step % 5 == 0:  # the window changes: some jobs leave, some join (at the end), now and then all
+                kept = [job for job in jobs if rng.random() < (0.0 if step % 15 == 0 else 0.7)]
+                jobs = kept + [QueuedJob(fake_spec(f"q{trial}-{step}-{j}", str(rng.choice(models)),
+                                                   gpus=int(rng.choice([1, 1, 2, 3, 8]))), 0.0,
+                                         oom_failures=int(rng.random() < 0.2)) for j in range(int(rng.integers(0, 6)))]
+                jobs = jobs or [QueuedJob(fake_spec(f"q{trial}-{step}", "big", gpus=2), 0.0)]
+            if rng.random() < 0.2:
+                load = load.copy()  # a new load object (the oracle plans on one per call)
+            for g in rng.choice(n, size=int(rng.choice([0, 1, 1, 1, 3, n])), replace=False):
+                busy = rng.random() < 0.9
+                load.n_residents[g] = int(rng.integers(1, 5)) if busy else 0
+                load.pred_util[g] = rng.uniform(0.05, 1.2) if busy else 0.0
+                load.pred_mem_mib[g] = rng.uniform(500, 16_000) if busy else 0.0
+            placement.begin(load, state)
+            rows = placement.requests(jobs, state)
+            got = counts.admitted(jobs, rows, load, state.mem_capacity_mib)
+            assert got.tolist() == placement.possible_rows(rows, load, state).tolist()
+            assert counts.room(load, state.mem_capacity_mib) == placement.any_room()
+            refused += int(not got.any())
+            admitted += int(got.all())
+    assert refused > 20 and admitted > 20

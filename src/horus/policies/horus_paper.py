@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from horus.policies.base import POLICIES, Action, Policy, Start
+from horus.policies.parts.fit_counts import FitCounts
 from horus.policies.parts.ordered import Placement
 from horus.policies.placements.horus import HorusPlacement
 from horus.predict.base import Prediction
@@ -28,7 +29,9 @@ class HorusPolicy(Policy):
     bypass count grows; past ``max_bypass`` only the head may start (the window blocks until it fits),
     so no job starves. A call may start many jobs. Calls are cheap when nothing changed: jobs found
     unplaceable are remembered until the cluster load changes, and jobs the placement's ``possible``
-    rules out (fewer than k GPUs could take them) are not evaluated.
+    rules out (fewer than k GPUs could take them) are not evaluated. Those GPU counts are kept across calls
+    (``FitCounts``, redone for the GPUs whose load changed): a call whose window jobs are all ruled out
+    returns before building the window.
     """
 
     colocates = True
@@ -46,6 +49,7 @@ class HorusPolicy(Policy):
                                                      max_residents=max_residents, weights=weights)
         self.bypassed: dict[str, int] = {}
         self._blocked: PlanMemo[frozenset[str]] = PlanMemo(frozenset())  # jobs unplaceable under the planned load
+        self._fit_counts: FitCounts | None = None  # ``_admitted``: per window job, the GPUs that could take it
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "oracle": self.is_oracle, "lookahead": self.lookahead,
@@ -84,11 +88,15 @@ class HorusPolicy(Policy):
         window = list(islice(queue_iter, self.lookahead))
         load = self.planning_load(state)
         placement = self.placement
+        admitted = self._admitted(window, load, state)
+        if admitted is not None and not admitted.any():  # every job refused: the window would start none
+            self._remember(state, window)
+            return []
         placement.begin(load, state)
         if not placement.any_room():
             self._remember(state, window)
             return []
-        plan = _Window(self, load, state, window, blocked)
+        plan = _Window(self, load, state, window, blocked, admitted)
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
         while plan.waiting:
             head = plan.head()
@@ -120,6 +128,28 @@ class HorusPolicy(Policy):
             plan.choose(plan.stale(gpus, refill is not None))
         self._remember_ids(state, plan.waiting_ids())
         return [Start(job.spec.job_id, gpus) for job, gpus in started]
+
+    def _admitted(self, window: list[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray | None:
+        """The placement's ``possible_rows`` of the ``window`` jobs on ``load`` (the window's first ``choose`` asks
+        the same), counted only over the GPUs whose load changed since the last look (``FitCounts``); None where not
+        counted: a placement other than ``HorusPlacement``'s own ``possible``, one not begun on this state, or no
+        room at all (``any_room`` false: the call returns before the window asks for the rows)."""
+        placement = self.placement
+        if self._fit_counts is None:
+            if type(placement).possible is not Placement.possible:
+                return None
+            self._fit_counts = placement.fit_counts()
+            if self._fit_counts is None:
+                return None
+        if getattr(placement, "_seen", None) is not state or placement.idx.cluster is not state.cluster:
+            return None
+        capacity = state.mem_capacity_mib
+        rows = placement.table.last(window)  # the window the last call looked at: its rows, as ``requests`` gives
+        if rows is None:
+            if not self._fit_counts.room(load, capacity):
+                return None
+            rows = placement.requests(window, state)  # the call the window makes next
+        return self._fit_counts.admitted(window, rows, load, capacity)
 
     def _choose_into(self, live: dict[str, tuple[QueuedJob, tuple[tuple[int, ...], float]]],
                      jobs: list[QueuedJob], load: GPULoad, state: SchedulerState) -> None:
@@ -252,7 +282,7 @@ class _Window:
     without a pass over the jobs."""
 
     def __init__(self, policy: HorusPolicy, load: GPULoad, state: SchedulerState, window: list[QueuedJob],
-                 blocked: frozenset[str]) -> None:
+                 blocked: frozenset[str], admitted: np.ndarray | None = None) -> None:
         self.policy, self.load, self.state = policy, load, state
         self.jobs: list[QueuedJob] = []
         self.ids: list[str] = []  # job id by seq
@@ -280,7 +310,7 @@ class _Window:
             self.one[:n] = (self.rows[:n, 0] == 1) & ~self.typed[:n]
             self.waiting = n
         fresh = [i for i, jid in enumerate(self.ids) if jid not in blocked] if blocked else list(range(n))
-        self.choose(np.asarray(fresh, dtype=np.int64))
+        self.choose(np.asarray(fresh, dtype=np.int64), admitted)
 
     def _enter(self, job: QueuedJob, row: np.ndarray) -> int:
         seq = len(self.jobs)
@@ -374,8 +404,9 @@ class _Window:
             found = np.concatenate((found, (n - 1,)))
         return found
 
-    def choose(self, seqs: np.ndarray) -> None:
-        """(Re-)evaluate the window jobs ``seqs`` on the planned load."""
+    def choose(self, seqs: np.ndarray, known: np.ndarray | None = None) -> None:
+        """(Re-)evaluate the window jobs ``seqs`` on the planned load; ``known``: the placement's ``possible_rows`` on
+        it by seq, where the caller has it."""
         if not len(seqs):
             return
         policy, placement, load, state = self.policy, self.policy.placement, self.load, self.state
@@ -390,7 +421,7 @@ class _Window:
                 self._fast_costs(seqs[one])
             seqs = seqs[~one]
             rows = self.rows[seqs]
-            admitted = placement.possible_rows(rows, load, state)
+            admitted = placement.possible_rows(rows, load, state) if known is None else known[seqs]
             if not admitted.all():
                 out = seqs[~admitted]
                 for seq in out.tolist():
@@ -401,6 +432,9 @@ class _Window:
                     return
             choices = policy._choices([self.jobs[i] for i in seqs.tolist()], rows, load, state, [True] * len(seqs),
                                       kind_memo=self.kinds)
+        elif known is not None:  # no job takes the idle fast path here (``_choices``: none is given it)
+            choices = policy._choices([self.jobs[i] for i in seqs.tolist()], self.rows[seqs], load, state,
+                                      known[seqs].tolist(), kind_memo=self.kinds)
         else:
             choices = policy._choices([self.jobs[i] for i in seqs.tolist()], self.rows[seqs], load, state,
                                       kind_memo=self.kinds)

@@ -28,6 +28,7 @@ from sortedcontainers import SortedList
 
 from horus.policies.base import Action, Policy, Start
 from horus.policies.parts.cluster_index import ClusterIndex, cluster_index, job_predictions
+from horus.policies.parts.fit_counts import FitCounts
 from horus.policies.parts.gpu_selection import select_gpus
 from horus.predict.base import Prediction
 from horus.registry import Registry
@@ -192,6 +193,12 @@ class RequestTable:
         self._last_jobs, self._last_rows = list(jobs), rows
         return rows
 
+    def last(self, jobs: Sequence[QueuedJob]) -> np.ndarray | None:
+        """The rows ``rows`` gives for ``jobs`` when they are the entries of its last call (by identity; read-only),
+        else None; changes nothing."""
+        last = self._last_jobs
+        return self._last_rows if len(jobs) == len(last) and all(map(is_, jobs, last)) else None
+
     def row(self, job: QueuedJob, state: SchedulerState) -> np.ndarray:
         """The row of one job (``rows`` of one job without the list bookkeeping; a copy)."""
         hit = self._index.get(job.spec.job_id)
@@ -261,6 +268,11 @@ class Placement(ABC):
     def possible_rows(self, rows: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """``possible`` given the jobs' ``requests`` rows (default: all True)."""
         return np.ones(len(rows), dtype=bool)
+
+    def fit_counts(self) -> FitCounts | None:
+        """A new ``FitCounts`` that admits what this placement's ``possible_rows`` admits, where one does (default:
+        none)."""
+        return None
 
     def job_loads(self, job: QueuedJob, state: SchedulerState) -> list[Prediction]:
         """The job's per-worker load on each GPU type of the cluster (predicted; the oracle: true)."""

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from horus.policies.parts.cluster_index import job_predictions
+from horus.policies.parts.fit_counts import FitCounts
 from horus.policies.parts.ordered import PLACEMENTS, Placement, needs_empty_gpu
 from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
@@ -274,8 +275,12 @@ class HorusPlacement(Placement):
         self._ensure_base_cost()
         idx = self.idx
         gpus = idx.node_gpus
-        cost, feasible = self._gpu_costs(load, gpus, u, m, overload)
-        padded = np.where(idx.node_pad | ~feasible, np.inf, cost)
+        if self._whole_rows():  # nodes' rows are the GPU arrays reshaped: the same values without gathering them
+            cost, feasible = self._gpu_costs(load, slice(None), u, m, overload)
+            padded = np.where(feasible, cost, np.inf).reshape(gpus.shape)
+        else:
+            cost, feasible = self._gpu_costs(load, gpus, u, m, overload)
+            padded = np.where(idx.node_pad | ~feasible, np.inf, cost)
         ordered = np.sort(padded, axis=1)
         sums = np.where(np.isfinite(ordered).sum(axis=1) >= k, ordered[:, :k].sum(axis=1), np.inf)
         node = int(np.argmin(sums))
@@ -284,6 +289,16 @@ class HorusPlacement(Placement):
             return None
         chosen = gpus[node][np.argsort(padded[node], kind="stable")[:k]]
         return tuple(chosen.tolist()), total
+
+    def _whole_rows(self) -> bool:
+        """Whether every node has as many GPUs as the widest, numbered node by node (``node_gpus`` is the GPUs
+        reshaped, no padding)."""
+        idx = self.idx
+        if getattr(self, "_whole_of", None) is not idx:
+            self._whole_of = idx
+            gpus = idx.node_gpus
+            self._whole = bool(not idx.node_pad.any() and np.array_equal(gpus.ravel(), np.arange(gpus.size)))
+        return self._whole
 
     def _bounded_shape(self, job: QueuedJob, state: SchedulerState) -> list | tuple[()] | None:
         """``bounded_choice``'s checks before costing nodes: [k, util, memory, inv_cap] of the job where it goes on
@@ -568,6 +583,14 @@ class HorusPlacement(Placement):
         if not self._summary_ready:
             self._summarise()
         return self.max_free_mib > 0.0
+
+    def fit_counts(self) -> FitCounts | None:
+        """Counts that admit what ``possible_rows`` admits (and ``room`` that is ``any_room``), where they are this
+        class's own."""
+        own = type(self).possible_rows is HorusPlacement.possible_rows and type(self).any_room is HorusPlacement.any_room
+        if not own:
+            return None
+        return FitCounts(self.util_cap, self.mem_margin, self.max_residents)
 
     def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """False when fewer than k GPUs are idle or could share with the job's least predicted memory
