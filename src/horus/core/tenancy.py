@@ -420,6 +420,15 @@ class Admission:
             if key != ANY_TYPE and state.cluster.gpus[run.gpus[0]].gpu_type.name != key:
                 continue
             out.append(run)
+        if self.order_key is not None:  # the job the policy's order ranks last first (SJF: the longest left)
+            key = self.order_key
+
+            def rank(r: RunningJob) -> tuple[float, tuple[float, ...], float, str]:
+                as_queued = QueuedJob(r.spec, now, attained_gpu_s=r.attained(now))
+                return (self.tenancy.priority_of(r.spec.priority).value, tuple(-x for x in key(as_queued)),
+                        r.attained(now), r.spec.job_id)
+            out.sort(key=rank)
+            return out
         out.sort(key=lambda r: (self.tenancy.priority_of(r.spec.priority).value, r.attained(now), r.spec.job_id))
         return out
 
@@ -721,8 +730,10 @@ class Admission:
         waiting: dict[str, float] = {}
         borrowed: dict[str, float] = {}
         owners: set[str] = set()
-        for job_id, (job, q, keys, _, guaranteed) in self._reserved.items():
-            if state.queue.get(job_id) is not job:
+        status = self._within_guarantee(state)
+        for job_id, (job, q, keys, _, _) in self._reserved.items():
+            guaranteed = status.get(job_id)
+            if guaranteed is None:
                 continue
             if guaranteed:
                 waiting[keys[-1]] = waiting.get(keys[-1], 0.0) + job.spec.num_gpus
@@ -738,10 +749,32 @@ class Admission:
         short = {key: need - idle.get(key, 0) for key, need in waiting.items() if need - idle.get(key, 0) > EPS}
         return short, owners
 
+    def _within_guarantee(self, state: SchedulerState) -> dict[str, bool]:
+        """Per admitted job still waiting: whether its queue's guarantee covers it *now*, whatever it was admitted
+        as. In admission order, a job is covered while what its queue is charged plus the requests of its covered
+        jobs before it leave room for its own. Charges move after admission (a co-runner leaves and a share grows;
+        the queue's later borrowed jobs start first; its running jobs end): a queue charged beyond its guarantee
+        reclaims nothing and counts as a borrower for the others' reclaims, and a job admitted as a borrower whose
+        queue fell below its guarantee gets its GPUs back by reclaim."""
+        out: dict[str, bool] = {}
+        left: dict[tuple[str, str], float] = {}
+        for job_id, (job, q, keys, need, guaranteed) in self._reserved.items():
+            if state.queue.get(job_id) is not job:
+                continue
+            acc = self.accounts[q]
+            qkey = self._quota_key(acc, None if keys[-1] == ANY_TYPE else keys[-1])
+            room = left.get((q, qkey))
+            if room is None:
+                room = acc.queue.guaranteed.get(qkey, 0.0) - acc.used(qkey)
+            out[job_id] = ok = need <= room + EPS
+            left[(q, qkey)] = room - need if ok else room
+        return out
+
     def _revoke_borrowed(self, state: SchedulerState, owners: set[str]) -> int:
         """Admissions of other queues' borrowing jobs that have not started go back to held (no work is lost)."""
-        revoked = [job_id for job_id, (job, q, _, _, guaranteed) in self._reserved.items()
-                   if not guaranteed and q not in owners and state.queue.get(job_id) is job]
+        status = self._within_guarantee(state)
+        revoked = [job_id for job_id, (_, q, _, _, _) in self._reserved.items()
+                   if status.get(job_id) is False and q not in owners]
         for job_id in revoked:
             state.hold(job_id)
         if revoked:
