@@ -13,7 +13,9 @@ A job of a tenancy-enabled cluster enters ``SchedulerState.held`` first. ``Admis
   priority classes of its own queue.
 
 After the policy, ``reclaim_for_guarantees`` frees GPUs for guaranteed jobs it could not place (borrowers'
-preemptible jobs, least attained first, never below a borrower's guarantee) and the core asks the policy again;
+preemptible jobs, the one the policy's order ranks last first, never below a borrower's guarantee) and the core
+asks the policy again; whether a waiting job is guaranteed is decided at each step by what its queue is charged
+then (``_within_guarantee``), not when it was admitted;
 ``may_start`` holds a queue's limit at every start. Within a queue, held jobs go by priority class, then the
 policy's own keyed order (``order_key``), then arrival.
 
@@ -22,7 +24,7 @@ whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1
 requests exceed 1, the GPU is split among its residents (``equal``: by request; ``util``: by predicted
 utilization). A GPU in use thus charges 1 in total, and co-location lets a queue run more jobs within its quota.
 An admitted job that waits for placement holds a reservation of its full request. A queue over its limit (a
-co-runner left and its share grew) gives back its least-attained preemptible jobs at the next step.
+co-runner left and its share grew) gives back preemptible jobs (``_victims``' order) at the next step.
 
 ``Admission`` also keeps the ledger the metrics need (per-queue usage, guaranteed GPU time received vs
 demanded, fair shares while contended, reclaims), for the simulator's table and the live service's gauges
@@ -407,8 +409,10 @@ class Admission:
 
     def _victims(self, state: SchedulerState, now: float, queues: set[str], key: str,
                  below_priority: int | None = None) -> list[RunningJob]:
-        """Preemptible running jobs of ``queues`` on GPUs counted under ``key``, lowest priority class and least
-        attained GPU time first."""
+        """Preemptible running jobs of ``queues`` on GPUs counted under ``key``: lowest priority class first, then
+        the job the policy's order ranks last (``order_key`` reversed: SJF's longest predicted left, LAS's most
+        attained; preempted, it keeps its work and waits least where that order is the policy's), then least
+        attained; without a keyed order (FIFO), least attained GPU time first."""
         out = []
         for job_id in [j for q in sorted(queues) for j in self._queue_jobs[q]]:
             run = state.running.get(job_id)
@@ -784,7 +788,7 @@ class Admission:
     def reclaim_for_guarantees(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
         """After the policy ran: jobs admitted within their queue's guarantee that it could not place get idle
         GPUs back from queues borrowing beyond their guarantee (first their admitted jobs that have not started,
-        then their preemptible jobs, lowest class and least attained first, never taking a borrower below its
+        then their preemptible jobs in ``_victims``' order, never taking a borrower below its
         guarantee). True if anything changed (the core then asks the policy again)."""
         short, owners = self._guarantee_shortfall(state)
         if not short:
