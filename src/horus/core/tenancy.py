@@ -13,7 +13,9 @@ A job of a tenancy-enabled cluster enters ``SchedulerState.held`` first. ``Admis
   priority classes of its own queue.
 
 After the policy, ``reclaim_for_guarantees`` frees GPUs for guaranteed jobs it could not place (borrowers'
-preemptible jobs, least attained first, never below a borrower's guarantee) and the core asks the policy again;
+preemptible jobs, the one the policy's order ranks last first, never below a borrower's guarantee) and the core
+asks the policy again; whether a waiting job is guaranteed is decided at each step by what its queue is charged
+then (``_within_guarantee``), not when it was admitted;
 ``may_start`` holds a queue's limit at every start. Within a queue, held jobs go by priority class, then the
 policy's own keyed order (``order_key``), then arrival.
 
@@ -22,7 +24,7 @@ whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1
 requests exceed 1, the GPU is split among its residents (``equal``: by request; ``util``: by predicted
 utilization). A GPU in use thus charges 1 in total, and co-location lets a queue run more jobs within its quota.
 An admitted job that waits for placement holds a reservation of its full request. A queue over its limit (a
-co-runner left and its share grew) gives back its least-attained preemptible jobs at the next step.
+co-runner left and its share grew) gives back preemptible jobs (``_victims``' order) at the next step.
 
 ``Admission`` also keeps the ledger the metrics need (per-queue usage, guaranteed GPU time received vs
 demanded, fair shares while contended, reclaims), for the simulator's table and the live service's gauges
@@ -407,8 +409,10 @@ class Admission:
 
     def _victims(self, state: SchedulerState, now: float, queues: set[str], key: str,
                  below_priority: int | None = None) -> list[RunningJob]:
-        """Preemptible running jobs of ``queues`` on GPUs counted under ``key``, lowest priority class and least
-        attained GPU time first."""
+        """Preemptible running jobs of ``queues`` on GPUs counted under ``key``: lowest priority class first, then
+        the job the policy's order ranks last (``order_key`` reversed: SJF's longest predicted left, LAS's most
+        attained; preempted, it keeps its work and waits least where that order is the policy's), then least
+        attained; without a keyed order (FIFO), least attained GPU time first."""
         out = []
         for job_id in [j for q in sorted(queues) for j in self._queue_jobs[q]]:
             run = state.running.get(job_id)
@@ -420,6 +424,15 @@ class Admission:
             if key != ANY_TYPE and state.cluster.gpus[run.gpus[0]].gpu_type.name != key:
                 continue
             out.append(run)
+        if self.order_key is not None:  # the job the policy's order ranks last first (SJF: the longest left)
+            key = self.order_key
+
+            def rank(r: RunningJob) -> tuple[float, tuple[float, ...], float, str]:
+                as_queued = QueuedJob(r.spec, now, attained_gpu_s=r.attained(now))
+                return (self.tenancy.priority_of(r.spec.priority).value, tuple(-x for x in key(as_queued)),
+                        r.attained(now), r.spec.job_id)
+            out.sort(key=rank)
+            return out
         out.sort(key=lambda r: (self.tenancy.priority_of(r.spec.priority).value, r.attained(now), r.spec.job_id))
         return out
 
@@ -721,8 +734,10 @@ class Admission:
         waiting: dict[str, float] = {}
         borrowed: dict[str, float] = {}
         owners: set[str] = set()
-        for job_id, (job, q, keys, _, guaranteed) in self._reserved.items():
-            if state.queue.get(job_id) is not job:
+        status = self._within_guarantee(state)
+        for job_id, (job, q, keys, _, _) in self._reserved.items():
+            guaranteed = status.get(job_id)
+            if guaranteed is None:
                 continue
             if guaranteed:
                 waiting[keys[-1]] = waiting.get(keys[-1], 0.0) + job.spec.num_gpus
@@ -738,10 +753,32 @@ class Admission:
         short = {key: need - idle.get(key, 0) for key, need in waiting.items() if need - idle.get(key, 0) > EPS}
         return short, owners
 
+    def _within_guarantee(self, state: SchedulerState) -> dict[str, bool]:
+        """Per admitted job still waiting: whether its queue's guarantee covers it *now*, whatever it was admitted
+        as. In admission order, a job is covered while what its queue is charged plus the requests of its covered
+        jobs before it leave room for its own. Charges move after admission (a co-runner leaves and a share grows;
+        the queue's later borrowed jobs start first; its running jobs end): a queue charged beyond its guarantee
+        reclaims nothing and counts as a borrower for the others' reclaims, and a job admitted as a borrower whose
+        queue fell below its guarantee gets its GPUs back by reclaim."""
+        out: dict[str, bool] = {}
+        left: dict[tuple[str, str], float] = {}
+        for job_id, (job, q, keys, need, guaranteed) in self._reserved.items():
+            if state.queue.get(job_id) is not job:
+                continue
+            acc = self.accounts[q]
+            qkey = self._quota_key(acc, None if keys[-1] == ANY_TYPE else keys[-1])
+            room = left.get((q, qkey))
+            if room is None:
+                room = acc.queue.guaranteed.get(qkey, 0.0) - acc.used(qkey)
+            out[job_id] = ok = need <= room + EPS
+            left[(q, qkey)] = room - need if ok else room
+        return out
+
     def _revoke_borrowed(self, state: SchedulerState, owners: set[str]) -> int:
         """Admissions of other queues' borrowing jobs that have not started go back to held (no work is lost)."""
-        revoked = [job_id for job_id, (job, q, _, _, guaranteed) in self._reserved.items()
-                   if not guaranteed and q not in owners and state.queue.get(job_id) is job]
+        status = self._within_guarantee(state)
+        revoked = [job_id for job_id, (_, q, _, _, _) in self._reserved.items()
+                   if status.get(job_id) is False and q not in owners]
         for job_id in revoked:
             state.hold(job_id)
         if revoked:
@@ -751,7 +788,7 @@ class Admission:
     def reclaim_for_guarantees(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
         """After the policy ran: jobs admitted within their queue's guarantee that it could not place get idle
         GPUs back from queues borrowing beyond their guarantee (first their admitted jobs that have not started,
-        then their preemptible jobs, lowest class and least attained first, never taking a borrower below its
+        then their preemptible jobs in ``_victims``' order, never taking a borrower below its
         guarantee). True if anything changed (the core then asks the policy again)."""
         short, owners = self._guarantee_shortfall(state)
         if not short:
