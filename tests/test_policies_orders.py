@@ -144,3 +144,23 @@ def test_registered_names_and_composition_by_name() -> None:
     state.submit(spec("s", "short"), 0.0)
     actions = combo.schedule(state)
     assert isinstance(actions[0], Start) and actions[0].job_id == "s"
+
+
+def test_keyed_order_sees_a_job_that_joined_before_a_readmitted_one_and_ranks_the_readmitted_last() -> None:
+    """A held job admitted again is a new queue entry (``SchedulerState.admit``): it must not hide the entries
+    that joined before it, and among equal keys it ranks after the jobs already queued."""
+    from horus.policies.orders.sjf import SjfOrder
+
+    state = make_state({"m": (0.5, 1000.0, 0.1)})
+    order = SjfOrder()
+    queue(state, "a", "m")
+    queue(state, "b", "m")
+    assert [j.spec.job_id for j in order.head(state, 10)] == ["a", "b"]
+    state.hold("a")
+    queue(state, "c", "m")
+    state.admit("a")
+    assert [j.spec.job_id for j in order.head(state, 10)] == ["b", "c", "a"]
+    assert [j.spec.job_id for j in order.tail(state, 10)] == ["a", "c", "b"]
+    state.withdraw("c")
+    assert [j.spec.job_id for j in order.tail(state, 10)] == ["a", "b"]
+    assert [j.spec.job_id for j in order.head(state, 10)] == ["b", "a"]

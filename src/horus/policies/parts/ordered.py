@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import islice
 from operator import is_
 
@@ -63,14 +63,17 @@ class KeyedOrder(QueueOrder):
 
     Relies on the ``SchedulerState.queue`` contract: entries are appended when a job (re-)enters the
     queue and not modified while queued (a requeue makes a new entry; re-entering with a new
-    ``queued_since`` counts as new). Any other change of ``state`` or its cluster rebuilds the list.
+    ``queued_since`` or entry number ``entered`` -- a held job admitted again -- counts as new, ranked after
+    equal keys already queued). Any other change of ``state`` or its cluster rebuilds the list. Entries of jobs
+    that left are dropped when a head or tail walk passes them.
     """
 
     def __init__(self) -> None:
         self._state: SchedulerState | None = None
         self._cluster: object = None
         self._sorted: SortedList = SortedList()  # (key, seq, job id)
-        self._entries: dict[str, tuple[QueuedJob, float, int, tuple[tuple[float, ...], int, str]]] = {}
+        # job id -> (entry, queued_since, oom failures, entry number, its item in ``_sorted``)
+        self._entries: dict[str, tuple[QueuedJob, float, int, int, tuple[tuple[float, ...], int, str]]] = {}
         self._seq = 0  # discovery order = queue order (ties)
         self._head: tuple[tuple[int, int, int], list[QueuedJob]] | None = None  # (queue mark, k), the head then
 
@@ -90,33 +93,24 @@ class KeyedOrder(QueueOrder):
         fresh: list[QueuedJob] = []
         for job in reversed(state.queue.values()):
             known = entries.get(job.spec.job_id)
-            if known is not None and known[0] is job and known[1] == job.queued_since and known[2] == job.oom_failures:
+            if (known is not None and known[0] is job and known[1] == job.queued_since
+                    and known[2] == job.oom_failures and known[3] == job.entered):
                 break
             fresh.append(job)
         for job in reversed(fresh):
             jid = job.spec.job_id
             old = entries.get(jid)
             if old is not None:
-                self._sorted.discard(old[3])
+                self._sorted.discard(old[4])
             self._seq += 1
             item = (self.key(job, state), self._seq, jid)
-            entries[jid] = (job, job.queued_since, job.oom_failures, item)
+            entries[jid] = (job, job.queued_since, job.oom_failures, job.entered, item)
             self._sorted.add(item)
 
     def tail(self, state: SchedulerState, k: int) -> list[QueuedJob]:
-        """The last ``k`` queued jobs in this order, last first (stale entries are skipped, not dropped)."""
+        """The last ``k`` queued jobs in this order, last first."""
         self._sync(state)
-        queue, entries = state.queue, self._entries
-        out: list[QueuedJob] = []
-        for item in reversed(self._sorted):
-            job = queue.get(item[2])
-            known = entries.get(item[2])
-            if job is None or known is None or known[3] is not item or known[0] is not job:
-                continue
-            out.append(job)
-            if len(out) == k:
-                break
-        return out
+        return self._walk(state, k, reversed(self._sorted))
 
     def head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
         # Every entry into the queue counts ``state.entries`` up, and leaving it only shortens it: with the same
@@ -132,23 +126,29 @@ class KeyedOrder(QueueOrder):
 
     def _find_head(self, state: SchedulerState, k: int) -> list[QueuedJob]:
         self._sync(state)
+        return self._walk(state, k, iter(self._sorted))
+
+    def _walk(self, state: SchedulerState, k: int,
+              items: Iterator[tuple[tuple[float, ...], int, str]]) -> list[QueuedJob]:
+        """The first ``k`` live entries of ``items`` (a walk over ``_sorted``); the stale ones passed (their job
+        left the queue, or a newer entry superseded them) are dropped."""
         queue, entries = state.queue, self._entries
         out: list[QueuedJob] = []
         gone: list[tuple[tuple[float, ...], int, str]] = []
-        for item in self._sorted:
+        for item in items:
             jid = item[2]
             job = queue.get(jid)
             known = entries.get(jid)
-            if job is None or known is None or known[3] is not item or known[0] is not job:
+            if job is None or known is None or known[4] is not item or known[0] is not job:
                 gone.append(item)
                 continue
             out.append(job)
             if len(out) == k:
                 break
-        for item in gone:  # left the queue (started) or superseded
+        for item in gone:  # left the queue (started, held) or superseded
             self._sorted.remove(item)
             known = entries.get(item[2])
-            if known is not None and known[3] is item:
+            if known is not None and known[4] is item:
                 del entries[item[2]]
         return out
 
