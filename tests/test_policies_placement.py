@@ -349,3 +349,48 @@ def test_fit_counts_match_possible_rows_as_the_load_changes(full_above: int, mon
             refused += int(not got.any())
             admitted += int(got.all())
     assert refused > 20 and admitted > 20
+
+
+def test_possible_rows_summary_refusal_matches_the_gpu_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``possible_rows`` of a few rows, answered by the summary alone where it refuses them all (Python floats), is
+    what the per-GPU arrays answer (``FEW_ROWS`` 0): on random loads, after planned starts (the summary kept by
+    ``update_added``), with idle GPUs or none, gangs, out-of-memory rows, zero memory and utilization at the cap."""
+    import numpy as np
+
+    from horus.policies.placements import horus as horus_placement
+    from horus.policies.placements.horus import HorusPlacement
+    from horus.predict.base import Prediction
+
+    rng = np.random.default_rng(17)
+    settled = compared = 0
+    for trial in range(40):
+        state = make_state(TABLE, nodes=int(rng.integers(1, 6)), gpus_per_node=4)
+        n = state.cluster.num_gpus
+        placement = HorusPlacement(util_cap=float(rng.choice([1.0, 1.5])), max_residents=int(rng.choice([2, 4])))
+        load = state.tentative()
+        for i in range(n):
+            if rng.random() < 0.9:  # utilization that sums to the cap exactly; some GPUs with no free memory left
+                load.n_residents[i] = int(rng.integers(1, 4))
+                load.pred_util[i] = rng.choice([0.1, 0.4, 0.5, 0.8, 1.2])
+                full = rng.random() < 0.3
+                load.pred_mem_mib[i] = (1.0 - placement.mem_margin) * state.mem_capacity_mib[i] if full else \
+                    rng.uniform(500, 16_000)
+        placement.begin(load, state)
+        for step in range(8):
+            rows = np.zeros((int(rng.integers(1, 10)), 5))
+            rows[:, 0] = rng.choice([1, 1, 2, 4], size=len(rows))
+            rows[:, 1] = rng.choice([0.0, 1_000.0, 8_000.0, 15_000.0, 17_000.0], size=len(rows))
+            rows[:, 2] = rng.choice([0.0, 0.2, 0.5, 0.6, 1.0], size=len(rows))
+            rows[:, 4] = rng.random(len(rows)) < 0.15
+            g = int(rng.integers(n))  # a row asking for exactly one GPU's free memory
+            rows[0, 1] = max((1.0 - placement.mem_margin) * state.mem_capacity_mib[g] - load.pred_mem_mib[g], 0.0)
+            got = placement.possible_rows(rows, load, state).tolist()
+            settled += placement._summary_refuses(rows) if len(rows) <= horus_placement.FEW_ROWS else 0
+            monkeypatch.setattr(horus_placement, "FEW_ROWS", 0)
+            assert got == placement.possible_rows(rows, load, state).tolist()
+            monkeypatch.undo()
+            compared += 1
+            g = int(rng.integers(n))  # a planned start on one GPU: the summary is kept, not rescanned
+            load.add((g,), Prediction(float(rng.choice([0.1, 0.3])), float(rng.uniform(500, 6_000)), 1.0), 1.0)
+            placement.update_added(load, state, (g,))
+    assert compared == 320 and settled > 30

@@ -15,6 +15,7 @@ from horus.predict.base import Prediction
 from horus.state import GPULoad, QueuedJob, SchedulerState
 
 FULL_SCAN_NODES = 128  # up to this many nodes ``bounded_choice`` costs every node at once (no node bounds)
+FEW_ROWS = 8  # ``possible_rows`` of up to this many rows first tries the summary alone, on Python floats
 Adjust = Callable[[np.ndarray, np.ndarray], None]  # (costs of nodes' GPUs, those GPUs) -> raise costs in place
 
 
@@ -271,13 +272,22 @@ class HorusPlacement(Placement):
                      overload: bool) -> tuple[tuple[int, ...], float] | None:
         """``bounded_choice`` on a small cluster: every node costed exactly as one array (the same float operations
         per element as its node search, which on a few nodes costs more in calls than it saves in work). The least
-        sum (ties: the lowest node, then the lowest GPU); None where no single node fits."""
+        sum (ties: the lowest node, then the lowest GPU); None where no single node fits. A one-GPU job on nodes
+        numbered in order: the first least GPU (one ``argmin``; a node's sum of one is its least cost)."""
         self._ensure_base_cost()
         idx = self.idx
         gpus = idx.node_gpus
         if self._whole_rows():  # nodes' rows are the GPU arrays reshaped: the same values without gathering them
             cost, feasible = self._gpu_costs(load, slice(None), u, m, overload)
-            padded = np.where(feasible, cost, np.inf).reshape(gpus.shape)
+            flat = np.where(feasible, cost, np.inf)
+            if k == 1:  # a node's sum is its least cost: the first least GPU (numbered node by node) is the choice
+                g = int(np.argmin(flat))
+                total = float(flat[g])
+                if math.isfinite(total):
+                    return (g,), total
+                if total == np.inf:  # every GPU inf (argmin returns a NaN where there is one): none fits
+                    return None
+            padded = flat.reshape(gpus.shape)
         else:
             cost, feasible = self._gpu_costs(load, gpus, u, m, overload)
             padded = np.where(idx.node_pad | ~feasible, np.inf, cost)
@@ -594,8 +604,12 @@ class HorusPlacement(Placement):
 
     def possible_rows(self, r: np.ndarray, load: GPULoad, state: SchedulerState) -> np.ndarray:
         """False when fewer than k GPUs are idle or could share with the job's least predicted memory
-        and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries."""
+        and utilization (over GPU types): then ``cost_per_gpu`` has fewer than k finite entries. A few rows that the
+        summary alone refuses (too few idle GPUs, and no open GPU with the memory or the utilization headroom) are
+        answered on Python floats, without the per-GPU arrays."""
         self._ensure_idle()
+        if len(r) <= FEW_ROWS and self._summary_refuses(r):
+            return np.zeros(len(r), dtype=bool)
         k, mem, util, empty = r[:, 0], r[:, 1], r[:, 2], r[:, 4] > 0
         ok = k <= self.n_idle
         rest = ~ok & ~empty
@@ -610,6 +624,21 @@ class HorusPlacement(Placement):
             fits = (free[None, :] >= mem_r[:, None]) & (used[None, :] + util_r[:, None] <= self.util_cap)
             ok[rest] = self.n_idle + np.count_nonzero(fits, axis=1) >= k[rest]
         return ok
+
+    def _summary_refuses(self, r: np.ndarray) -> bool:
+        """Whether ``possible_rows`` refuses every row of ``r`` by the summary alone: more GPUs than are idle, and an
+        out-of-memory job, or memory above every open GPU's free memory, or (memory above 0: only GPUs with free
+        memory can hold it) utilization that added to the least utilization of those GPUs exceeds the cap (IEEE
+        addition is monotone, so every such GPU exceeds it too). NaN compares false: not refused here."""
+        n_idle = self.n_idle
+        for k, mem, util, _, empty in r.tolist():
+            if k <= n_idle:
+                return False
+            if not self._summary_ready:
+                self._summarise()
+            if not (empty > 0 or mem > self.max_free_mib or (mem > 0 and util + self.min_util_open > self.util_cap)):
+                return False
+        return True
 
     def cost_per_gpu_kept(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         """``cost_per_gpu`` as a read-only array kept per job shape until ``update``: on a cluster of one GPU type a
