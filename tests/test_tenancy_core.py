@@ -276,3 +276,19 @@ def test_a_borrowed_admission_whose_queue_fell_below_its_guarantee_goes_first() 
     at(3.0, [], [], finish=("a1", "a2"))
     assert admission.accounts["a"].used() == 0.0
     assert set(state.queue) == {"a-gang"} and {"b5", "b6"} <= set(state.held)
+
+
+def test_reclaim_counts_the_gpus_a_borrower_occupies_not_its_fractional_charges() -> None:
+    """Queue b (guaranteed 1 GPU) runs two 0.6-GPU jobs on the 2 GPUs (they cannot share one), charged 1.2; a's
+    whole-GPU job within its guarantee finds no idle GPU. b occupies 2 GPUs, 1 beyond its guarantee, so one of its
+    jobs is reclaimed and a's job starts at once. Before, b's excess was counted in charges (0.2 GPUs), too little
+    for a whole GPU, and a's job waited for b's to end (openb, 1 % of its nodes: ``LS`` held 20 GPUs with
+    fractional pods charged 15.3 against a guarantee of 19)."""
+    jobs = [JobSpec(f"b{i}", 0.0, 1, "resnet18", 32, 400_000, 0.6, queue="b") for i in range(2)]
+    jobs.append(job("a0", 20.0, "a", iterations=4_000))
+    tenancy = Tenancy({"a": Queue("a", {"*": 1.0}), "b": Queue("b", {"*": 1.0})})
+    result = run(jobs, tiny(2), tenancy)
+    frame = result.jobs.set_index("job_id")
+    assert frame.loc["b0", "first_start"] == 0.0 and frame.loc["b1", "first_start"] == 0.0
+    assert frame.loc["a0", "first_start"] == pytest.approx(20.0)
+    assert result.summary["reclaim_preemptions"] == 1 and result.summary["quota_violation_s"] == 0
