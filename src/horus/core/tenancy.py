@@ -22,7 +22,9 @@ policy's own keyed order (``order_key``), then arrival.
 **Charges** (what a queue is counted for): a running job is charged per GPU its requested share (1 for a
 whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1; on a co-located GPU whose
 requests exceed 1, the GPU is split among its residents (``equal``: by request; ``util``: by predicted
-utilization). A GPU in use thus charges 1 in total, and co-location lets a queue run more jobs within its quota.
+utilization). A GPU in use thus charges at most 1 in total (exactly 1 once its requests reach 1; fractional pods
+that leave part of it unrequested charge only their sum), and co-location lets a queue run more jobs within its
+quota. Reclaim under a policy that never co-locates counts what a borrower *occupies* instead (``_occupancy``).
 An admitted job that waits for placement holds a reservation of its full request. A queue over its limit (a
 co-runner left and its share grew) gives back preemptible jobs (``_victims``' order) at the next step.
 
