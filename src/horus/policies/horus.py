@@ -43,7 +43,7 @@ order, **no job size read** (``use_sizes=False``) and Tiresias' preemption (``pr
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -571,8 +571,8 @@ class AdaptiveHorusPolicy(Policy):
         per_gpu = isinstance(mem, np.ndarray)
         oom = self._oom_hosts(state) if self.oom_types else None
         allowed = self.idx.allowed(spec)
-        seen: set[int] = set()
-        if len(gpus) > 16:  # the screen below on arrays (the same float64 operations), then the GPUs it passes
+        passing: Iterable[tuple[int, int]]  # (GPU, its signature id) that pass the screen, in ``gpus`` order
+        if len(gpus) > 16:  # the screen below on arrays (the same float64 operations)
             at = np.array(gpus, dtype=np.int64)
             n_at = n_res[at]
             ok = (n_at >= 1) & (n_at < most) & (pred_mem[at] + (mem[at] if per_gpu else mem) <= spare * capacity[at])
@@ -580,20 +580,14 @@ class AdaptiveHorusPolicy(Policy):
                 ok &= ~oom[at]
             if allowed is not None:
                 ok &= allowed[at]
-            for g, sig_id in zip(at[ok].tolist(), sig_ids[at[ok]].tolist()):
-                if sig_id in seen:
-                    continue
-                seen.add(sig_id)
-                own, drop, sigma, _ = self._join_cached(spec.job_type, sig_id, g, state, snap, plan)
-                if (own - drop) - self.kappa * sigma >= self.margin:
-                    return True
-            return False
-        for g in gpus:
-            n = n_res[g]
-            if (n < 1 or n >= most or not pred_mem[g] + (mem[g] if per_gpu else mem) <= spare * capacity[g]
-                    or (oom is not None and oom[g]) or (allowed is not None and not allowed[g])):
-                continue
-            sig_id = int(sig_ids[g])
+            passing = zip(at[ok].tolist(), sig_ids[at[ok]].tolist())
+        else:
+            passing = ((g, int(sig_ids[g])) for g in gpus
+                       if not (n_res[g] < 1 or n_res[g] >= most
+                               or not pred_mem[g] + (mem[g] if per_gpu else mem) <= spare * capacity[g]
+                               or (oom is not None and oom[g]) or (allowed is not None and not allowed[g])))
+        seen: set[int] = set()
+        for g, sig_id in passing:
             if sig_id in seen:
                 continue
             seen.add(sig_id)
