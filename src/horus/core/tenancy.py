@@ -147,7 +147,7 @@ class Admission:
         self._job_charge: dict[str, float] = {}  # running job -> charged GPUs (sum over its GPUs)
         self._queue_jobs: dict[str, set[str]] = {name: set() for name in self.accounts}  # charged jobs per queue
         # admitted job -> (its entry, queue, keys, request, admitted within its queue's guarantee)
-        self._reserved: dict[str, tuple[QueuedJob, str, tuple[str, ...], float, bool]] = {}
+        self._reserved: dict[str, tuple[QueuedJob, str, tuple[str, ...], float]] = {}
         # per queue, held jobs in admission order: (-class value, policy's order key, entered, job id, request)
         self._held: dict[str, SortedList] = {name: SortedList() for name in tenancy.queues}
         self._held_seen = 0  # held entries up to this ``entered`` number are in ``_held``
@@ -269,7 +269,7 @@ class Admission:
             return (ANY_TYPE, next(iter(accepted)))
         return (ANY_TYPE,)
 
-    def _reserve(self, job: QueuedJob, guaranteed: bool = False) -> None:
+    def _reserve(self, job: QueuedJob) -> None:
         q = self.queue_name(job.spec.queue)
         need = spec_need(job.spec)
         keys = self._keys(job)
@@ -278,11 +278,11 @@ class Admission:
             acc.reserved[key] = acc.reserved.get(key, 0.0) + need
             self._reserved_total[key] = self._reserved_total.get(key, 0.0) + need
             self._add_commit(acc, key, need)
-        self._reserved[job.spec.job_id] = (job, q, keys, need, guaranteed)
+        self._reserved[job.spec.job_id] = (job, q, keys, need)
         acc.waiting += 1
 
     def _release_reservations(self, state: SchedulerState) -> None:
-        for job_id, (job, q, keys, need, _) in list(self._reserved.items()):
+        for job_id, (job, q, keys, need) in list(self._reserved.items()):
             if state.queue.get(job_id) is not job:
                 acc = self.accounts[q]
                 for key in keys:
@@ -348,9 +348,10 @@ class Admission:
         self._give_back_over_limit(state, now, preempt)
         if state.held:
             self._admit(state, now, preempt)
-        short, owners = self._guarantee_shortfall(state, borrowed_too=True)
+        covered = self._within_guarantee(state)
+        short, owners = self._guarantee_shortfall(state, covered, borrowed_too=True)
         if short:  # guaranteed jobs go first: borrowers' jobs that have not started leave the policy's view
-            self._revoke_borrowed(state, owners)
+            self._revoke_borrowed(state, owners, covered)
         self._refresh(state)
         self._fill(state)
         self._version = state.version
@@ -426,16 +427,13 @@ class Admission:
             if key != ANY_TYPE and state.cluster.gpus[run.gpus[0]].gpu_type.name != key:
                 continue
             out.append(run)
-        if self.order_key is not None:  # the job the policy's order ranks last first (SJF: the longest left)
-            key = self.order_key
+        order_key = self.order_key  # the job the policy's order ranks last first (SJF: the longest left)
 
-            def rank(r: RunningJob) -> tuple[float, tuple[float, ...], float, str]:
-                as_queued = QueuedJob(r.spec, now, attained_gpu_s=r.attained(now))
-                return (self.tenancy.priority_of(r.spec.priority).value, tuple(-x for x in key(as_queued)),
-                        r.attained(now), r.spec.job_id)
-            out.sort(key=rank)
-            return out
-        out.sort(key=lambda r: (self.tenancy.priority_of(r.spec.priority).value, r.attained(now), r.spec.job_id))
+        def rank(r: RunningJob) -> tuple[float, tuple[float, ...], float, str]:
+            last_first = () if order_key is None else tuple(
+                -x for x in order_key(QueuedJob(r.spec, now, attained_gpu_s=r.attained(now))))
+            return self.tenancy.priority_of(r.spec.priority).value, last_first, r.attained(now), r.spec.job_id
+        out.sort(key=rank)
         return out
 
     def _flavors(self, job: QueuedJob, queue: Queue) -> list[str | None]:
@@ -521,7 +519,7 @@ class Admission:
                 need = spec_need(job.spec)
                 if job.spec.num_gpus <= spare_gpus and need <= spare + EPS and job.spec.gpu_type_request is None:
                     spare_gpus, spare = spare_gpus - job.spec.num_gpus, spare - need
-                    self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
+                    self._enter(state, job, None, need)
                     continue
                 if runs is None:  # computed once per queue and step
                     runs = self._own_runs(state, name, now, level)
@@ -539,7 +537,7 @@ class Admission:
                     acc.order_preempted += 1
                     runs.remove(item)
                 self._refresh(state)
-                self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
+                self._enter(state, job, None, need)
 
     def _own_runs(self, state: SchedulerState, name: str, now: float, level: Callable[[QueuedJob], float]
                   ) -> list[tuple[float, float, float, str, RunningJob]]:
@@ -617,8 +615,7 @@ class Admission:
                 else:  # and, for a policy that co-locates, jobs that may join its own GPUs at no extra charge
                     bound = limit - acc.committed(qkey) + self._joinable(acc)
                 if need <= bound + EPS:
-                    guaranteed = acc.committed(qkey) + need <= queue.guaranteed.get(qkey, 0.0) + EPS
-                    self._enter(state, job, flavor, need, guaranteed=guaranteed)
+                    self._enter(state, job, flavor, need)
                     break
 
     def admit_after_starts(self, state: SchedulerState, now: float, preempt: Callable[[str], None],
@@ -643,7 +640,7 @@ class Admission:
         acc = self.accounts[self.queue_name(job.spec.queue)]
         need = spec_need(job.spec)
         self._collect_held(state)
-        self._enter(state, job, None, need, guaranteed=acc.committed() + need <= acc.guarantee + EPS)
+        self._enter(state, job, None, need)
 
     def may_start(self, state: SchedulerState, spec: JobSpec, gpus: tuple[int, ...]) -> bool:
         """Whether starting ``spec`` on ``gpus`` keeps its queue within its limit, charges as they would become."""
@@ -703,7 +700,7 @@ class Admission:
                 if not self._preempt_lower(state, now, acc, qkey, short, prio, preempt):
                     continue
                 if acc.committed(qkey) + need <= queue.guaranteed.get(qkey, 0.0) + EPS:  # its own GPUs back
-                    self._enter(state, job, flavor, need, guaranteed=True)
+                    self._enter(state, job, flavor, need)
                     return True
                 if not self._room(state, keys, need):
                     continue
@@ -713,32 +710,31 @@ class Admission:
                     continue
                 if not self._room(state, keys, need):
                     continue
-            self._enter(state, job, flavor, need, guaranteed=phase == "guaranteed")
+            self._enter(state, job, flavor, need)
             return True
         return False
 
-    def _enter(self, state: SchedulerState, job: QueuedJob, flavor: str | None, need: float, *,
-               guaranteed: bool) -> None:
+    def _enter(self, state: SchedulerState, job: QueuedJob, flavor: str | None, need: float) -> None:
         q = self.queue_name(job.spec.queue)
         self._held[q].discard(self._held_items.pop(job.spec.job_id))
         if flavor is not None and job.spec.gpu_type_request != flavor:
             job.spec = replace(job.spec, gpu_type_request=flavor)
-        self._reserve(state.admit(job.spec.job_id), guaranteed)
+        self._reserve(state.admit(job.spec.job_id))
         acc = self.accounts[q]
         self._held_need(acc, need, -1)
         acc.admitted += 1
 
-    def _guarantee_shortfall(self, state: SchedulerState, *, borrowed_too: bool = False
+    def _guarantee_shortfall(self, state: SchedulerState, covered: dict[str, bool], *, borrowed_too: bool = False
                              ) -> tuple[dict[str, float], set[str]]:
-        """GPUs (per key) that jobs admitted within their queue's guarantee and still waiting need beyond the idle
-        ones (only keys short of GPUs), and the queues they belong to; ``borrowed_too``: the idle GPUs must also
-        cover other queues' waiting borrowed jobs (which the policy might start first)."""
+        """GPUs (per key) that jobs admitted within their queue's guarantee (``covered``: ``_within_guarantee``) and
+        still waiting need beyond the idle ones (only keys short of GPUs), and the queues they belong to;
+        ``borrowed_too``: the idle GPUs must also cover other queues' waiting borrowed jobs (which the policy might
+        start first)."""
         waiting: dict[str, float] = {}
         borrowed: dict[str, float] = {}
         owners: set[str] = set()
-        status = self._within_guarantee(state)
-        for job_id, (job, q, keys, _, _) in self._reserved.items():
-            guaranteed = status.get(job_id)
+        for job_id, (job, q, keys, _) in self._reserved.items():
+            guaranteed = covered.get(job_id)
             if guaranteed is None:
                 continue
             if guaranteed:
@@ -764,7 +760,7 @@ class Admission:
         queue fell below its guarantee gets its GPUs back by reclaim."""
         out: dict[str, bool] = {}
         left: dict[tuple[str, str], float] = {}
-        for job_id, (job, q, keys, need, guaranteed) in self._reserved.items():
+        for job_id, (job, q, keys, need) in self._reserved.items():
             if state.queue.get(job_id) is not job:
                 continue
             acc = self.accounts[q]
@@ -776,11 +772,11 @@ class Admission:
             left[(q, qkey)] = room - need if ok else room
         return out
 
-    def _revoke_borrowed(self, state: SchedulerState, owners: set[str]) -> int:
-        """Admissions of other queues' borrowing jobs that have not started go back to held (no work is lost)."""
-        status = self._within_guarantee(state)
-        revoked = [job_id for job_id, (_, q, _, _, _) in self._reserved.items()
-                   if status.get(job_id) is False and q not in owners]
+    def _revoke_borrowed(self, state: SchedulerState, owners: set[str], covered: dict[str, bool]) -> int:
+        """Admissions of other queues' borrowing jobs (not ``covered``: ``_within_guarantee``) that have not started
+        go back to held (no work is lost)."""
+        revoked = [job_id for job_id, (_, q, _, _) in self._reserved.items()
+                   if covered.get(job_id) is False and q not in owners]
         for job_id in revoked:
             state.hold(job_id)
         if revoked:
@@ -792,10 +788,11 @@ class Admission:
         GPUs back from queues borrowing beyond their guarantee (first their admitted jobs that have not started,
         then their preemptible jobs in ``_victims``' order, never taking a borrower below its
         guarantee). True if anything changed (the core then asks the policy again)."""
-        short, owners = self._guarantee_shortfall(state)
+        covered = self._within_guarantee(state)
+        short, owners = self._guarantee_shortfall(state, covered)
         if not short:
             return False
-        revoked = self._revoke_borrowed(state, owners)
+        revoked = self._revoke_borrowed(state, owners, covered)
         preempted = False
         for key, missing in short.items():
             preempted |= self._reclaim(state, now, key, missing, owners, preempt)
