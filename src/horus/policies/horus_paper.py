@@ -136,12 +136,10 @@ class HorusPolicy(Policy):
         room at all (``any_room`` false: the call returns before the window asks for the rows)."""
         placement = self.placement
         if self._fit_counts is None:
-            if type(placement).possible is not Placement.possible:
-                return None
             self._fit_counts = placement.fit_counts()
             if self._fit_counts is None:
                 return None
-        if getattr(placement, "_seen", None) is not state or placement.idx.cluster is not state.cluster:
+        if not placement.begun_on(state):
             return None
         capacity = state.mem_capacity_mib
         rows = placement.table.last(window)  # the window the last call looked at: its rows, as ``requests`` gives

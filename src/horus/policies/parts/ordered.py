@@ -171,12 +171,12 @@ class RequestTable:
 
     def rows(self, jobs: Sequence[QueuedJob], state: SchedulerState) -> np.ndarray:
         """The rows of ``jobs`` in order (read-only)."""
-        last = self._last_jobs
         # the same scan as last time: the same entry objects, compared by identity only (a list comparison also
         # calls the dataclass ``__eq__`` on the first entry that differs; another entry equal in every field would
         # have the same row, its slot is looked up below)
-        if len(jobs) == len(last) and all(map(is_, jobs, last)):
-            return self._last_rows
+        kept = self.last(jobs)
+        if kept is not None:
+            return kept
         index = self._index
         if self._next_row > 4 * len(state.queue) + 1024:  # forget entries that left the queue
             index.clear()
@@ -238,11 +238,17 @@ class Placement(ABC):
     colocates: bool = True  # may put a job on a GPU that already has residents
 
     def begin(self, load: GPULoad, state: SchedulerState) -> None:
-        if getattr(self, "idx", None) is None or self.idx.cluster is not state.cluster or getattr(self, "_seen", None) is not state:
+        if not self.begun_on(state):
             self.idx: ClusterIndex = cluster_index(state.cluster)
             self._seen = state
             self.table = RequestTable(self.job_loads)
         self.update(load, state)
+
+    def begun_on(self, state: SchedulerState) -> bool:
+        """Whether ``begin`` last bound this placement to ``state`` (and its cluster): its index and request table
+        are that state's."""
+        return (getattr(self, "idx", None) is not None and self.idx.cluster is state.cluster
+                and getattr(self, "_seen", None) is state)
 
     @abstractmethod
     def update(self, load: GPULoad, state: SchedulerState) -> None:

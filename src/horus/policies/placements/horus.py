@@ -595,9 +595,11 @@ class HorusPlacement(Placement):
         return self.max_free_mib > 0.0
 
     def fit_counts(self) -> FitCounts | None:
-        """Counts that admit what ``possible_rows`` admits (and ``room`` that is ``any_room``), where they are this
-        class's own."""
-        own = type(self).possible_rows is HorusPlacement.possible_rows and type(self).any_room is HorusPlacement.any_room
+        """Counts that admit what ``possible`` admits (and ``room`` that is ``any_room``), where they are this
+        class's own (``possible`` the base one over ``possible_rows``)."""
+        cls = type(self)
+        own = (cls.possible_rows is HorusPlacement.possible_rows and cls.any_room is HorusPlacement.any_room
+               and cls.possible is Placement.possible)
         if not own:
             return None
         return FitCounts(self.util_cap, self.mem_margin, self.max_residents)
