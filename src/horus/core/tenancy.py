@@ -49,6 +49,8 @@ from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
 from horus.tenancy import ANY_TYPE, Queue, Tenancy
 
 EPS = 1e-9
+# a queue reclaims toward its fair share once it is owed its head job's request for this long (``reclaim_for_fair_share``)
+FAIR_RECLAIM_S = 3600.0
 SCAN = 32  # held jobs of one queue looked at per step beyond the first that does not fit
 
 
@@ -72,6 +74,7 @@ class QueueAccount:
     over_limit_s: float = 0.0  # time charged above its limit (a quota violation)
     contended_fair_gpu_s: float = 0.0  # while the cluster is contended: weighted max-min fair share
     contended_received_gpu_s: float = 0.0  # ... and what it received
+    fair_deficit_gpu_s: float = 0.0  # weighted max-min fair share minus charges while contended, decayed (< 0: ahead)
     reclaimed: int = 0  # its jobs preempted to give borrowed GPUs back to their owners
     priority_preempted: int = 0  # its jobs preempted by a higher priority class of the same queue
     order_preempted: int = 0  # its jobs preempted for a job of its own queue the policy's order ranks ahead
@@ -170,6 +173,8 @@ class Admission:
         self._slots: dict[str, float] = {}
         self._slots_version = -1
         self.reclaims = 0
+        self.fair_reclaims = 0  # of ``reclaims``: preemptions toward a queue's fair share (``reclaim_for_fair_share``)
+        self._helped: dict[str, str] = {}  # job admitted or given GPUs by ``reclaim_for_fair_share`` -> its queue
         self.contended_s = 0.0
 
     # ---- the cluster and its charges ---------------------------------------------------------------
@@ -352,6 +357,8 @@ class Admission:
         short, owners = self._guarantee_shortfall(state, covered, borrowed_too=True)
         if short:  # guaranteed jobs go first: borrowers' jobs that have not started leave the policy's view
             self._revoke_borrowed(state, owners, covered)
+        elif state.held:
+            self.reclaim_for_fair_share(state, now, preempt)
         self._refresh(state)
         self._fill(state)
         self._version = state.version
@@ -864,6 +871,77 @@ class Admission:
                 per_job[job_id] = per_job.get(job_id, 0.0) + share
         return per_queue, per_job
 
+    def reclaim_for_fair_share(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
+        """After the policy ran and no guaranteed job waits short of GPUs: the held job at the head of the queue
+        furthest behind its fair share over time (``fair_deficit_gpu_s`` / weight, at least its request for
+        ``FAIR_RECLAIM_S``) is admitted, with GPUs freed for it from queues ahead of their share (charged above it
+        now and not behind it over time): their borrowed preemptible jobs (``_reclaim``: never below a
+        guarantee, only as many idle GPUs as it lacks), and other queues' borrowed admissions that have not started
+        go back to held. So a queue whose gangs exceed its share (8 GPUs of a share of 1.3) runs them about its
+        share of the time, as weighted max-min fairness over time would (Gavel), where waiting for that many GPUs
+        to go idle at once never ends on a cluster kept full. A queue just helped is ahead of its share until what
+        it was owed is used up, so it is not reclaimed from at once, and the queues it took from are behind by
+        less than its request for a while (they were ahead). One job per call. True if anything changed."""
+        behind = sorted(((acc.fair_deficit_gpu_s / acc.queue.weight, name) for name, acc in self.accounts.items()
+                         if (acc.held_needs or acc.waiting) and acc.fair_deficit_gpu_s > EPS), reverse=True)
+        if not behind:
+            return False
+        fair = self._contended_fair()
+        if fair is None:
+            return False
+        covered = self._within_guarantee(state)
+        guaranteed: dict[str, float] = {}  # GPUs that waiting jobs within their guarantee need, per key
+        waiting: dict[str, tuple[QueuedJob, tuple[str, ...]]] = {}  # per queue: its first admitted job not started
+        for job_id, (job, q, keys, _) in self._reserved.items():
+            if covered.get(job_id):
+                guaranteed[keys[-1]] = guaranteed.get(keys[-1], 0.0) + job.spec.num_gpus
+            if job_id in covered and q not in waiting:
+                waiting[q] = (job, keys)
+        idle = by_type(state, state.load.n_residents == 0)
+        if any(n > idle.get(key, 0.0) + EPS for key, n in guaranteed.items()):
+            return False  # guarantees first (``reclaim_for_guarantees``)
+        for job_id in [j for j in self._helped if j not in state.running and j not in state.queue]:
+            del self._helped[job_id]  # ended, or preempted by a reclaim for a guarantee
+        helped = set(self._helped.values())
+        ahead = {name for name, acc in self.accounts.items()
+                 if acc.used() > fair[name] + EPS and acc.fair_deficit_gpu_s <= 0.0 and name not in helped}
+        for _, name in behind:
+            acc = self.accounts[name]
+            head, keys = waiting.get(name, (None, ()))
+            flavor: str | None = None
+            if head is None:  # none admitted: its first held job, admitted below
+                head = next(self._held_jobs(state, name), None)
+                if head is None:
+                    continue
+                flavor = self._flavors(head, acc.queue)[0]
+                keys = self._keys(head) if flavor is None else (ANY_TYPE, flavor)
+                qkey = ANY_TYPE if flavor is None else flavor
+                if acc.committed(qkey) + spec_need(head.spec) > acc.queue.limit(qkey) + EPS:
+                    continue
+            elif covered[head.spec.job_id]:
+                continue  # within its guarantee: ``reclaim_for_guarantees``' job
+            need = spec_need(head.spec)
+            if acc.fair_deficit_gpu_s < need * FAIR_RECLAIM_S:
+                continue
+            key = keys[-1]
+            short = head.spec.num_gpus - (idle.get(key, 0.0) - guaranteed.get(key, 0.0))
+            reclaims = self.reclaims
+            if short > EPS and not self._reclaim(state, now, key, short, set(self.accounts) - (ahead - {name}),
+                                                 preempt):
+                continue
+            self.fair_reclaims += self.reclaims - reclaims
+            changed = self.reclaims > reclaims
+            changed |= self._revoke_borrowed(state, {name}, covered) > 0
+            self._refresh(state)
+            if state.held.get(head.spec.job_id) is head:
+                self._enter(state, head, flavor, need)
+                changed = True
+            if changed:
+                self._helped[head.spec.job_id] = name
+            if changed:
+                return True
+        return False
+
     def _preempt_lower(self, state: SchedulerState, now: float, acc: QueueAccount, key: str, short: float,
                        prio: int, preempt: Callable[[str], None]) -> bool:
         """Free ``short`` GPUs (under ``key``) for a job of priority ``prio`` by preempting preemptible jobs of
@@ -902,14 +980,31 @@ class Admission:
             acc.guaranteed_demand_gpu_s += min(acc.guaranteeable_demand(), g) * dt
             if any(acc.used(k) > acc.queue.limit(k) + 1e-6 for k in acc.queue.guaranteed):
                 acc.over_limit_s += dt
-        demand = {name: acc.demand() for name, acc in self.accounts.items()}
-        capacity = self.capacity.get(ANY_TYPE, 0.0)
-        if sum(1 for d in demand.values() if d > EPS) >= 2 and sum(demand.values()) > capacity + EPS:
+        fair = self._contended_fair()
+        if fair is not None:
             self.contended_s += dt
-            fair = water_fill(demand, {n: a.queue.weight for n, a in self.accounts.items()}, capacity)
             for name, acc in self.accounts.items():
                 acc.contended_fair_gpu_s += fair[name] * dt
                 acc.contended_received_gpu_s += acc.used() * dt
+        self._integrate_deficit(fair, decay)
+
+    def _contended_fair(self) -> dict[str, float] | None:
+        """Each queue's weighted max-min fair share of the cluster by its demand now, or None when the cluster is
+        not contended (fewer than two queues with demand, or their demand within its capacity)."""
+        demand = {name: acc.demand() for name, acc in self.accounts.items()}
+        capacity = self.capacity.get(ANY_TYPE, 0.0)
+        if sum(1 for d in demand.values() if d > EPS) < 2 or sum(demand.values()) <= capacity + EPS:
+            return None
+        return water_fill(demand, {n: a.queue.weight for n, a in self.accounts.items()}, capacity)
+
+    def _integrate_deficit(self, fair: dict[str, float] | None, decay: float) -> None:
+        """Each queue's ``fair_deficit_gpu_s``: what its fair share exceeded its charges by while contended,
+        decayed with the tenancy's half-life like ``decayed_gpu_s`` (Slurm's decayed usage); it only decays while
+        nothing contends."""
+        scale = (1 - decay) * self.tenancy.half_life_s / math.log(2)
+        for name, acc in self.accounts.items():
+            gap = 0.0 if fair is None else fair[name] - acc.used()
+            acc.fair_deficit_gpu_s = acc.fair_deficit_gpu_s * decay + gap * scale
 
     def jain_index(self) -> float:
         """Jain's fairness index over received / weighted max-min fair GPU time, while contended (nan: never)."""
