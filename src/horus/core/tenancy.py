@@ -16,8 +16,12 @@ After the policy, ``reclaim_for_guarantees`` frees GPUs for guaranteed jobs it c
 preemptible jobs, the one the policy's order ranks last first, never below a borrower's guarantee) and the core
 asks the policy again; whether a waiting job is guaranteed is decided at each step by what its queue is charged
 then (``_within_guarantee``), not when it was admitted;
-``may_start`` holds a queue's limit at every start. Within a queue, held jobs go by priority class, then the
-policy's own keyed order (``order_key``), then arrival.
+then (and in ``step`` when no guaranteed job is short of idle GPUs) ``reclaim_for_fair_share`` admits the head job
+of the queue furthest behind its weighted max-min fair share over time (``fair_deficit_gpu_s``: fair share minus
+charges while contended, decayed with the half-life), once it is owed that job's request for ``FAIR_RECLAIM_S``,
+with GPUs reclaimed from queues ahead of their share (borrowed preemptible jobs only, never below a guarantee); a
+job so helped is not taken back by it. ``may_start`` holds a queue's limit at every start. Within a queue, held
+jobs go by priority class, then the policy's own keyed order (``order_key``), then arrival.
 
 **Charges** (what a queue is counted for): a running job is charged per GPU its requested share (1 for a
 whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1; on a co-located GPU whose
@@ -872,18 +876,22 @@ class Admission:
         return per_queue, per_job
 
     def reclaim_for_fair_share(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
-        """After the policy ran and no guaranteed job waits short of GPUs: the held job at the head of the queue
-        furthest behind its fair share over time (``fair_deficit_gpu_s`` / weight, at least its request for
-        ``FAIR_RECLAIM_S``) is admitted, with GPUs freed for it from queues ahead of their share (charged above it
-        now and not behind it over time): their borrowed preemptible jobs (``_reclaim``: never below a
-        guarantee, only as many idle GPUs as it lacks), and other queues' borrowed admissions that have not started
-        go back to held. So a queue whose gangs exceed its share (8 GPUs of a share of 1.3) runs them about its
-        share of the time, as weighted max-min fairness over time would (Gavel), where waiting for that many GPUs
-        to go idle at once never ends on a cluster kept full. A queue just helped is ahead of its share until what
-        it was owed is used up, so it is not reclaimed from at once, and the queues it took from are behind by
-        less than its request for a while (they were ahead). One job per call. True if anything changed."""
+        """After the policy ran (and in ``step``), when no guaranteed job waits short of idle GPUs: the first job
+        (admitted and waiting, else held) of the queue furthest behind its fair share over time
+        (``fair_deficit_gpu_s`` / weight) gets GPUs, when that queue is charged below its weighted max-min fair share
+        now, the job is larger than that whole share (a gang no borrowing room is ever kept for: 8 GPUs of a share of
+        1.3) and the queue is owed at least the job's request for ``FAIR_RECLAIM_S``. The GPUs it lacks beyond the
+        idle ones (less what waiting guaranteed jobs need) come from queues ahead of their share (charged above it
+        now and not behind it over time): their borrowed preemptible jobs (``_reclaim``: never below a guarantee);
+        other queues' borrowed admissions that have not started go back to held, and a held job is admitted. So
+        such a queue runs its gangs about its share of the contended time (weighted max-min fairness over time, as
+        Gavel's), instead of waiting for that many GPUs to go idle at once on a cluster kept full. No ping-pong: a
+        job so helped is never reclaimed by this rule (guarantees may still take it), and the queues it took from
+        were ahead, so they are owed nothing for a while. One job per call. True if anything changed."""
         behind = sorted(((acc.fair_deficit_gpu_s / acc.queue.weight, name) for name, acc in self.accounts.items()
-                         if (acc.held_needs or acc.waiting) and acc.fair_deficit_gpu_s > EPS), reverse=True)
+                         if acc.fair_deficit_gpu_s > EPS and (acc.waiting or (
+                             acc.held_needs and acc.fair_deficit_gpu_s >= acc.held_needs[0] * FAIR_RECLAIM_S))),
+                        reverse=True)
         if not behind:
             return False
         fair = self._contended_fair()
@@ -907,6 +915,8 @@ class Admission:
                  if acc.used() > fair[name] + EPS and acc.fair_deficit_gpu_s <= 0.0 and name not in helped}
         for _, name in behind:
             acc = self.accounts[name]
+            if acc.used() >= fair[name] - EPS:
+                continue  # at its share now (what it is owed from before is not taken from others at once)
             head, keys = waiting.get(name, (None, ()))
             flavor: str | None = None
             if head is None:  # none admitted: its first held job, admitted below
@@ -921,26 +931,37 @@ class Admission:
             elif covered[head.spec.job_id]:
                 continue  # within its guarantee: ``reclaim_for_guarantees``' job
             need = spec_need(head.spec)
-            if acc.fair_deficit_gpu_s < need * FAIR_RECLAIM_S:
-                continue
+            if acc.fair_deficit_gpu_s < need * FAIR_RECLAIM_S or need <= fair[name] + EPS:
+                continue  # not owed enough, or not beyond its share (it gets room as others' jobs end)
             key = keys[-1]
             short = head.spec.num_gpus - (idle.get(key, 0.0) - guaranteed.get(key, 0.0))
+            admitted = state.held.get(head.spec.job_id) is not head
+            if admitted and short <= EPS:
+                continue  # it has its idle GPUs: where it goes is the policy's choice
             reclaims = self.reclaims
-            if short > EPS and not self._reclaim(state, now, key, short, set(self.accounts) - (ahead - {name}),
-                                                 preempt):
+            if short > EPS and (self._lendable(ahead - {name}, key) < short - EPS or not self._reclaim(
+                    state, now, key, short, set(self.accounts) - (ahead - {name}), preempt)):
                 continue
             self.fair_reclaims += self.reclaims - reclaims
-            changed = self.reclaims > reclaims
-            changed |= self._revoke_borrowed(state, {name}, covered) > 0
+            self._revoke_borrowed(state, {name}, covered)  # the GPUs it gets are not shown to other borrowers
             self._refresh(state)
-            if state.held.get(head.spec.job_id) is head:
+            if not admitted:
                 self._enter(state, head, flavor, need)
-                changed = True
-            if changed:
-                self._helped[head.spec.job_id] = name
-            if changed:
-                return True
+            self._helped[head.spec.job_id] = name
+            return True
         return False
+
+    def _lendable(self, queues: set[str], key: str) -> float:
+        """GPUs (under ``key``) that ``queues`` are charged beyond their guarantees: a quick bound that spares
+        ``_reclaim`` its per-GPU occupancy when it could not succeed (exact for whole-GPU jobs and for a policy
+        that co-locates; where fractional pods leave part of a GPU unrequested, an exclusive policy's reclaim
+        counts such a GPU whole, so this may refuse a reclaim it would have found)."""
+        total = 0.0
+        for name in queues:
+            acc = self.accounts[name]
+            qkey = self._quota_key(acc, None if key == ANY_TYPE else key)
+            total += max(0.0, acc.used(qkey) - acc.queue.guaranteed.get(qkey, 0.0))
+        return total
 
     def _preempt_lower(self, state: SchedulerState, now: float, acc: QueueAccount, key: str, short: float,
                        prio: int, preempt: Callable[[str], None]) -> bool:
