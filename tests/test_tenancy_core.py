@@ -371,3 +371,55 @@ def test_reclaim_takes_back_a_gang_larger_than_its_queues_whole_guarantee() -> N
     assert frame.loc["a0", "first_start"] == pytest.approx(20.0)
     assert frame.loc["b-gang", "preemptions"] == 1 and frame.loc["b-gang", "end"] > frame.loc["a0", "end"]
     assert result.summary["reclaim_preemptions"] == 1 and result.summary["quota_violation_s"] == 0
+
+
+def owed_gang_run(policy: str):  # type: ignore[no-untyped-def]
+    """8 GPUs: queue a (guaranteed 2, weight 2) keeps them full with 48 long 1-GPU jobs admitted at once (it alone
+    waited), borrowing 4-6 GPUs; queue b (guaranteed 0, weight 1; fair share 2 GPUs while contended) submits a
+    4-GPU gang at 60 s; queue c (guaranteed 2) runs two jobs from 0 (ended by 10 h) and submits two more at 10 h."""
+    jobs = [job(f"a{i}", 0.0, "a", iterations=200_000) for i in range(48)]
+    jobs += [job("c0", 0.0, "c", iterations=100_000), job("c1", 0.0, "c", iterations=100_000)]
+    jobs += [job("b-gang", 60.0, "b", iterations=200_000, gpus=4)]
+    jobs += [job(f"c-late{i}", 36_000.0, "c", iterations=50_000) for i in range(2)]
+    tenancy = Tenancy({"a": Queue("a", {"*": 2.0}, weight=2.0), "b": Queue("b", {"*": 0.0}, weight=1.0),
+                       "c": Queue("c", {"*": 2.0}, weight=1.0)})
+    return run(jobs, tiny(8), tenancy, policy)
+
+
+@pytest.mark.parametrize("policy", ["fifo-exclusive", "horus", "horus-paper", "tiresias"])
+def test_a_zero_guarantee_gang_owed_its_fair_share_reclaims_borrowed_gpus(policy: str) -> None:
+    """Fair-share reclaim by accumulated deficit: b's gang, beyond its share, never finds 4 idle GPUs while a's
+    backlog lasts (a's admitted jobs take every GPU that frees; a co-locating policy leaves none idle). Once b has
+    been owed its gang's request for ``FAIR_RECLAIM_S`` (2 GPUs x 2 h), a's borrowed jobs are preempted for it and
+    it runs, long before a's backlog drains (before: after a's last job had started; Tiresias' own LAS order
+    starts it when c's jobs end). Guarantees hold: a never
+    goes below its 2 GPUs, c's late jobs start at their arrival (reclaim for guarantees goes first), c's jobs are
+    never preempted."""
+    result = owed_gang_run(policy)
+    frame = result.jobs.set_index("job_id")
+    a_jobs = frame[frame.index.str.startswith("a")]
+    gang = frame.loc["b-gang"]
+    assert 7_200.0 <= gang["first_start"] < a_jobs["first_start"].max()
+    assert gang["first_start"] < 36_000.0
+    assert (frame.loc[["c0", "c1", "c-late0", "c-late1"], "preemptions"] == 0).all()
+    assert (frame.loc[["c-late0", "c-late1"], "first_start"] - 36_000.0 < 120.0).all()
+    queues = result.queues.set_index("queue")
+    assert queues.loc["a", "guarantee_attainment"] > 0.999 and queues.loc["c", "guarantee_attainment"] > 0.999
+    assert result.summary["quota_violation_s"] == 0 and frame["end"].notna().all()
+
+
+@pytest.mark.parametrize("policy", ["fifo-exclusive", "horus"])
+def test_a_queue_helped_toward_its_fair_share_is_not_reclaimed_from_at_once(policy: str) -> None:
+    """No ping-pong: x's 8-GPU gang holds the cluster when y's arrives (x, y, z guaranteed 0; z's small jobs arrive
+    every 30 min); once y is owed 8 GPUs x 1 h, x's gang is reclaimed for y's. Then x is owed more and more while y's long gang runs
+    beyond its share, yet y's gang is never taken back (a job given GPUs by fair-share reclaim is not reclaimed by
+    it): x's gang is preempted once and resumes when y's ends."""
+    jobs = [job("x-gang", 0.0, "x", iterations=3_000_000, gpus=8),
+            job("y-gang", 60.0, "y", iterations=3_000_000, gpus=8)]
+    jobs += [job(f"z{i}", 1_800.0 * (i + 1), "z", iterations=1_000) for i in range(200)]  # steps (events) for reclaim
+    tenancy = Tenancy({"x": Queue("x", {"*": 0.0}), "y": Queue("y", {"*": 0.0}), "z": Queue("z", {"*": 0.0})})
+    result = run(jobs, tiny(8), tenancy, policy)
+    frame = result.jobs.set_index("job_id")
+    assert frame.loc["y-gang", "preemptions"] == 0 and frame.loc["x-gang", "preemptions"] == 1
+    assert frame.loc["y-gang", "first_start"] < frame.loc["x-gang", "end"]
+    assert frame["end"].notna().all() and result.summary["quota_violation_s"] == 0

@@ -163,10 +163,12 @@ class SchedulerCore:
         if self.admission is not None:
             self.admission.settle(state)  # charges of the jobs just started, for the ledger until the next step
             for _ in range(MAX_ROUNDS):
-                # a job its guarantee covers that the policy could not place gets GPUs back; jobs that may now
-                # join GPUs just started (co-located at no extra charge) are shown: the policy is asked again
-                if not (self.admission.reclaim_for_guarantees(state, now, preempt)
-                        | self.admission.admit_after_starts(state, now, preempt, self.last_started)):
+                # a job its guarantee covers that the policy could not place gets GPUs back, else the head job of
+                # a queue far behind its fair share over time; jobs that may now join GPUs just started
+                # (co-located at no extra charge) are shown: the policy is asked again
+                changed = self.admission.reclaim_for_guarantees(state, now, preempt)
+                changed = changed or self.admission.reclaim_for_fair_share(state, now, preempt)
+                if not (changed | self.admission.admit_after_starts(state, now, preempt, self.last_started)):
                     break
                 actions += self._policy_step(state, now)
                 self.admission.settle(state)

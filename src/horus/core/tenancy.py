@@ -17,8 +17,12 @@ preemptible jobs, the one the policy's order ranks last first, never below a bor
 larger than all of it) and the core
 asks the policy again; whether a waiting job is guaranteed is decided at each step by what its queue is charged
 then (``_within_guarantee``), not when it was admitted;
-``may_start`` holds a queue's limit at every start. Within a queue, held jobs go by priority class, then the
-policy's own keyed order (``order_key``), then arrival.
+then (and in ``step`` when no guaranteed job is short of idle GPUs) ``reclaim_for_fair_share`` admits the head job
+of the queue furthest behind its weighted max-min fair share over time (``fair_deficit_gpu_s``: fair share minus
+charges while contended, decayed with the half-life), once it is owed that job's request for ``FAIR_RECLAIM_S``,
+with GPUs reclaimed from queues ahead of their share (borrowed preemptible jobs only, never below a guarantee); a
+job so helped is not taken back by it. ``may_start`` holds a queue's limit at every start. Within a queue, held
+jobs go by priority class, then the policy's own keyed order (``order_key``), then arrival.
 
 **Charges** (what a queue is counted for): a running job is charged per GPU its requested share (1 for a
 whole-GPU job, its fraction otherwise) while the GPU's requests sum to at most 1; on a co-located GPU whose
@@ -50,6 +54,8 @@ from horus.state import QueuedJob, RunningJob, SchedulerState, gpu_share
 from horus.tenancy import ANY_TYPE, Queue, Tenancy
 
 EPS = 1e-9
+# a queue reclaims toward its fair share once it is owed its head job's request for this long (``reclaim_for_fair_share``)
+FAIR_RECLAIM_S = 3600.0
 SCAN = 32  # held jobs of one queue looked at per step beyond the first that does not fit
 
 
@@ -73,6 +79,7 @@ class QueueAccount:
     over_limit_s: float = 0.0  # time charged above its limit (a quota violation)
     contended_fair_gpu_s: float = 0.0  # while the cluster is contended: weighted max-min fair share
     contended_received_gpu_s: float = 0.0  # ... and what it received
+    fair_deficit_gpu_s: float = 0.0  # weighted max-min fair share minus charges while contended, decayed (< 0: ahead)
     reclaimed: int = 0  # its jobs preempted to give borrowed GPUs back to their owners
     priority_preempted: int = 0  # its jobs preempted by a higher priority class of the same queue
     order_preempted: int = 0  # its jobs preempted for a job of its own queue the policy's order ranks ahead
@@ -171,6 +178,8 @@ class Admission:
         self._slots: dict[str, float] = {}
         self._slots_version = -1
         self.reclaims = 0
+        self.fair_reclaims = 0  # of ``reclaims``: preemptions toward a queue's fair share (``reclaim_for_fair_share``)
+        self._helped: dict[str, str] = {}  # job admitted or given GPUs by ``reclaim_for_fair_share`` -> its queue
         self.contended_s = 0.0
 
     # ---- the cluster and its charges ---------------------------------------------------------------
@@ -353,6 +362,8 @@ class Admission:
         short, owners = self._guarantee_shortfall(state, covered, borrowed_too=True)
         if short:  # guaranteed jobs go first: borrowers' jobs that have not started leave the policy's view
             self._revoke_borrowed(state, owners, covered)
+        elif state.held:
+            self.reclaim_for_fair_share(state, now, preempt)
         self._refresh(state)
         self._fill(state)
         self._version = state.version
@@ -916,6 +927,94 @@ class Admission:
                 per_job[job_id] = per_job.get(job_id, 0.0) + share
         return per_queue, per_job
 
+    def reclaim_for_fair_share(self, state: SchedulerState, now: float, preempt: Callable[[str], None]) -> bool:
+        """After the policy ran (and in ``step``), when no guaranteed job waits short of idle GPUs: the first job
+        (admitted and waiting, else held) of the queue furthest behind its fair share over time
+        (``fair_deficit_gpu_s`` / weight) gets GPUs, when that queue is charged below its weighted max-min fair share
+        now, the job is larger than that whole share (a gang no borrowing room is ever kept for: 8 GPUs of a share of
+        1.3) and the queue is owed at least the job's request for ``FAIR_RECLAIM_S``. The GPUs it lacks beyond the
+        idle ones (less what waiting guaranteed jobs need) come from queues ahead of their share (charged above it
+        now and not behind it over time): their borrowed preemptible jobs (``_reclaim``: never below a guarantee);
+        other queues' borrowed admissions that have not started go back to held, and a held job is admitted. So
+        such a queue runs its gangs about its share of the contended time (weighted max-min fairness over time, as
+        Gavel's), instead of waiting for that many GPUs to go idle at once on a cluster kept full. No ping-pong: a
+        job so helped is never reclaimed by this rule (guarantees may still take it), and the queues it took from
+        were ahead, so they are owed nothing for a while. One job per call. True if anything changed."""
+        behind = sorted(((acc.fair_deficit_gpu_s / acc.queue.weight, name) for name, acc in self.accounts.items()
+                         if acc.fair_deficit_gpu_s > EPS and (acc.waiting or (
+                             acc.held_needs and acc.fair_deficit_gpu_s >= acc.held_needs[0] * FAIR_RECLAIM_S))),
+                        reverse=True)
+        if not behind:
+            return False
+        fair = self._contended_fair()
+        if fair is None:
+            return False
+        covered = self._within_guarantee(state)
+        guaranteed: dict[str, float] = {}  # GPUs that waiting jobs within their guarantee need, per key
+        waiting: dict[str, tuple[QueuedJob, tuple[str, ...]]] = {}  # per queue: its first admitted job not started
+        for job_id, (job, q, keys, _) in self._reserved.items():
+            if covered.get(job_id):
+                guaranteed[keys[-1]] = guaranteed.get(keys[-1], 0.0) + job.spec.num_gpus
+            if job_id in covered and q not in waiting:
+                waiting[q] = (job, keys)
+        idle = by_type(state, state.load.n_residents == 0)
+        if any(n > idle.get(key, 0.0) + EPS for key, n in guaranteed.items()):
+            return False  # guarantees first (``reclaim_for_guarantees``)
+        for job_id in [j for j in self._helped if j not in state.running and j not in state.queue]:
+            del self._helped[job_id]  # ended, or preempted by a reclaim for a guarantee
+        helped = set(self._helped.values())
+        ahead = {name for name, acc in self.accounts.items()
+                 if acc.used() > fair[name] + EPS and acc.fair_deficit_gpu_s <= 0.0 and name not in helped}
+        for _, name in behind:
+            acc = self.accounts[name]
+            if acc.used() >= fair[name] - EPS:
+                continue  # at its share now (what it is owed from before is not taken from others at once)
+            head, keys = waiting.get(name, (None, ()))
+            flavor: str | None = None
+            if head is None:  # none admitted: its first held job, admitted below
+                head = next(self._held_jobs(state, name), None)
+                if head is None:
+                    continue
+                flavor = self._flavors(head, acc.queue)[0]
+                keys = self._keys(head) if flavor is None else (ANY_TYPE, flavor)
+                qkey = ANY_TYPE if flavor is None else flavor
+                if acc.committed(qkey) + spec_need(head.spec) > acc.queue.limit(qkey) + EPS:
+                    continue
+            elif covered[head.spec.job_id]:
+                continue  # within its guarantee: ``reclaim_for_guarantees``' job
+            need = spec_need(head.spec)
+            if acc.fair_deficit_gpu_s < need * FAIR_RECLAIM_S or need <= fair[name] + EPS:
+                continue  # not owed enough, or not beyond its share (it gets room as others' jobs end)
+            key = keys[-1]
+            short = head.spec.num_gpus - (idle.get(key, 0.0) - guaranteed.get(key, 0.0))
+            admitted = state.held.get(head.spec.job_id) is not head
+            if admitted and short <= EPS:
+                continue  # it has its idle GPUs: where it goes is the policy's choice
+            reclaims = self.reclaims
+            if short > EPS and (self._lendable(ahead - {name}, key) < short - EPS or not self._reclaim(
+                    state, now, key, short, set(self.accounts) - (ahead - {name}), preempt)):
+                continue
+            self.fair_reclaims += self.reclaims - reclaims
+            self._revoke_borrowed(state, {name}, covered)  # the GPUs it gets are not shown to other borrowers
+            self._refresh(state)
+            if not admitted:
+                self._enter(state, head, flavor, need)
+            self._helped[head.spec.job_id] = name
+            return True
+        return False
+
+    def _lendable(self, queues: set[str], key: str) -> float:
+        """GPUs (under ``key``) that ``queues`` are charged beyond their guarantees: a quick bound that spares
+        ``_reclaim`` its per-GPU occupancy when it could not succeed (exact for whole-GPU jobs and for a policy
+        that co-locates; where fractional pods leave part of a GPU unrequested, an exclusive policy's reclaim
+        counts such a GPU whole, so this may refuse a reclaim it would have found)."""
+        total = 0.0
+        for name in queues:
+            acc = self.accounts[name]
+            qkey = self._quota_key(acc, None if key == ANY_TYPE else key)
+            total += max(0.0, acc.used(qkey) - acc.queue.guaranteed.get(qkey, 0.0))
+        return total
+
     def _preempt_lower(self, state: SchedulerState, now: float, acc: QueueAccount, key: str, short: float,
                        prio: int, preempt: Callable[[str], None]) -> bool:
         """Free ``short`` GPUs (under ``key``) for a job of priority ``prio`` by preempting preemptible jobs of
@@ -954,14 +1053,31 @@ class Admission:
             acc.guaranteed_demand_gpu_s += min(acc.guaranteeable_demand(), g) * dt
             if any(acc.used(k) > acc.queue.limit(k) + 1e-6 for k in acc.queue.guaranteed):
                 acc.over_limit_s += dt
-        demand = {name: acc.demand() for name, acc in self.accounts.items()}
-        capacity = self.capacity.get(ANY_TYPE, 0.0)
-        if sum(1 for d in demand.values() if d > EPS) >= 2 and sum(demand.values()) > capacity + EPS:
+        fair = self._contended_fair()
+        if fair is not None:
             self.contended_s += dt
-            fair = water_fill(demand, {n: a.queue.weight for n, a in self.accounts.items()}, capacity)
             for name, acc in self.accounts.items():
                 acc.contended_fair_gpu_s += fair[name] * dt
                 acc.contended_received_gpu_s += acc.used() * dt
+        self._integrate_deficit(fair, decay)
+
+    def _contended_fair(self) -> dict[str, float] | None:
+        """Each queue's weighted max-min fair share of the cluster by its demand now, or None when the cluster is
+        not contended (fewer than two queues with demand, or their demand within its capacity)."""
+        demand = {name: acc.demand() for name, acc in self.accounts.items()}
+        capacity = self.capacity.get(ANY_TYPE, 0.0)
+        if sum(1 for d in demand.values() if d > EPS) < 2 or sum(demand.values()) <= capacity + EPS:
+            return None
+        return water_fill(demand, {n: a.queue.weight for n, a in self.accounts.items()}, capacity)
+
+    def _integrate_deficit(self, fair: dict[str, float] | None, decay: float) -> None:
+        """Each queue's ``fair_deficit_gpu_s``: what its fair share exceeded its charges by while contended,
+        decayed with the tenancy's half-life like ``decayed_gpu_s`` (Slurm's decayed usage); it only decays while
+        nothing contends."""
+        scale = (1 - decay) * self.tenancy.half_life_s / math.log(2)
+        for name, acc in self.accounts.items():
+            gap = 0.0 if fair is None else fair[name] - acc.used()
+            acc.fair_deficit_gpu_s = acc.fair_deficit_gpu_s * decay + gap * scale
 
     def jain_index(self) -> float:
         """Jain's fairness index over received / weighted max-min fair GPU time, while contended (nan: never)."""
