@@ -154,6 +154,7 @@ def test_a_queue_within_its_guarantee_reclaims_borrowed_gpus_in_one_step(server:
             assert m[("horus_queue_guaranteed_gpus", (("queue", q),))] == 1.0
             assert m[("horus_queue_charged_gpus", (("queue", q),))] == 1.0
         assert m[("horus_queue_held_jobs", (("queue", "b"),))] == 0.0
+        assert all(("horus_queue_fair_deficit_gpu_hours", (("queue", q),)) in m for q in ("a", "b"))
         # a's two waiting jobs are either held or admitted (reserved), never both, never lost
         assert m[("horus_queue_held_jobs", (("queue", "a"),))] + m[("horus_queue_reserved_gpus", (("queue", "a"),))] \
             == 2.0

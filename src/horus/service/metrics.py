@@ -91,6 +91,8 @@ QUEUE_GAUGES = (  # (metric, help, key of the queue's view)
     ("horus_queue_reserved_gpus", "GPUs reserved by the queue's admitted jobs that wait for placement",
      "reserved_gpus"),
     ("horus_queue_held_jobs", "Jobs of the queue held by its quota (not yet admitted)", "held_jobs"),
+    ("horus_queue_fair_deficit_gpu_hours", "GPU-hours the queue is behind its weighted fair share while contended "
+     "(decayed with the half-life; negative: ahead)", "fair_deficit_gpu_h"),
 )
 
 

@@ -124,13 +124,14 @@ def carry_ledger(old: Admission | None, new: Admission | None) -> None:
         prev = old.accounts.get(name)
         if prev is not None:
             new.accounts[name] = dataclasses.replace(prev, queue=acc.queue, usage={}, reserved={}, held_need=0.0)
-    new.reclaims, new.contended_s = old.reclaims, old.contended_s
+    new.reclaims, new.fair_reclaims, new.contended_s = old.reclaims, old.fair_reclaims, old.contended_s
 
 
 def queue_views(tenants: Tenants, admission: Admission | None, state: SchedulerState) -> list[dict[str, Any]]:
     """Each queue with its quota, its users (``[]``: every user) and, from the core's ledger, what it is charged
     now (GPUs), what its admitted jobs that wait for placement reserve, its jobs held for quota, admitted and
-    running, and its reclaims."""
+    running, its reclaims, and how far it is behind its weighted fair share over time (``fair_deficit_gpu_h``,
+    GPU-hours, decayed; negative: ahead)."""
     tenancy = tenants.tenancy
     if tenancy is None or admission is None:
         return []
@@ -154,6 +155,7 @@ def queue_views(tenants: Tenants, admission: Admission | None, state: SchedulerS
             "held_jobs": c["held"], "held_gpus": _gpus(c["held_gpus"]), "admitted_jobs": c["admitted"],
             "running_jobs": c["running"], "used_gpu_h": _gpus(acc.used_gpu_s / 3600), "reclaimed": acc.reclaimed,
             "priority_preempted": acc.priority_preempted,
+            "fair_deficit_gpu_h": round(acc.fair_deficit_gpu_s / 3600, 6),
         })
     return out
 

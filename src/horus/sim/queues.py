@@ -54,7 +54,8 @@ def queue_frame(jobs: pd.DataFrame, records: list[JobRecord], admission: Admissi
 
 
 def tenancy_summary(queues: pd.DataFrame, admission: Admission) -> dict[str, float | int]:
-    """Run-level tenancy figures for the summary: Jain's index, violations, reclaims, worst guarantee attainment."""
+    """Run-level tenancy figures for the summary: Jain's index, violations, reclaims (all, and those toward a queue's
+    fair share), worst guarantee attainment."""
     attained = queues["guarantee_attainment"].dropna()
     return {
         "queues": len(queues),
@@ -62,6 +63,7 @@ def tenancy_summary(queues: pd.DataFrame, admission: Admission) -> dict[str, flo
         "contended_h": admission.contended_s / 3600,
         "quota_violation_s": float(queues["over_limit_s"].sum()),
         "reclaim_preemptions": int(queues["reclaimed"].sum()),
+        "fair_reclaim_preemptions": admission.fair_reclaims,
         "priority_preemptions": int(queues["priority_preempted"].sum()),
         "order_preemptions": int(queues["order_preempted"].sum()),
         "min_guarantee_attainment": float(attained.min()) if len(attained) else math.nan,
