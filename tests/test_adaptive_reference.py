@@ -6,10 +6,10 @@ frozen code through the simulator on larger, more varied worlds -- two GPU types
 batch, the CLI's defaults (noisy periodic telemetry, estimated sizes) and the exact ones -- and requires the same
 start and preemption sequence, call by call.
 
-In the noisy worlds the current tracker caps every running mean at ``max_samples`` reports and stops reading
-jobs with nothing left to teach (issue 27), where the frozen one capped only the co-located sets: both are run
-there with ``max_samples`` out of reach (no mean capped), so the rest of the code is still compared decision by
-decision; ``tests/test_observed_throughput.py`` tests the caps themselves.
+In the noisy worlds the current tracker caps a job's own solo rate (and its share of its type's and the speed bias)
+at ``max_samples`` reports and stops reading jobs with nothing left to teach (issue 27), where the frozen one capped
+only the co-located sets: both are run there with ``max_samples`` out of reach (no mean capped), so the rest of the
+code is still compared decision by decision; ``tests/test_sim_telemetry.py`` tests the caps themselves.
 """
 
 from __future__ import annotations

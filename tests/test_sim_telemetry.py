@@ -264,8 +264,8 @@ def test_a_report_older_than_the_residents_change_is_not_a_sample_of_the_new_set
 
 def test_reported_means_stop_moving_after_max_samples_reports() -> None:
     # A (single-GPU) alone on GPU 0 and the gang G alone on GPUs 1 and 2 report a new rate every minute; with
-    # max_samples = 4, A's own and its type's solo rate and the speed bias keep the mean of A's first 4 reports,
-    # G's own rate the mean of its first 2 (one per GPU read).
+    # max_samples = 4, A's own solo rate keeps the mean of its first 4 reports, G's own rate the mean of its first 2
+    # (one per GPU read), and A's type's solo rate and the speed bias take those 4 reports of A and no more.
     state = reporting_state()
     state.submit(job("A", 0.0, 1e6), 1.0)
     state.start("A", (0,), 1.0)
@@ -279,8 +279,21 @@ def test_reported_means_stop_moving_after_max_samples_reports() -> None:
         state.now += 60.0
     assert tracker.job_solo[("A", "v100")] == pytest.approx(2.5) and tracker._job_solo_n[("A", "v100")] == 4
     assert tracker.solo[(A, "v100")] == (pytest.approx(2.5), 4)
-    assert tracker.log_bias["v100"] == (pytest.approx(sum(math.log(i) for i in range(1, 5)) / 4), 4)  # 1 s predicted
+    bias = sum(math.log(i) for i in range(1, 5)) / 4  # predicted 1 s per iteration
+    assert tracker.log_bias["v100"] == (pytest.approx(bias), 4)
     assert tracker.job_solo[("G", "v100")] == pytest.approx(1.5) and tracker._job_solo_n[("G", "v100")] == 4
+    # Another job of A's type, alone on G's GPU once G ends: its reports still move the type's mean and the bias.
+    state.finish("G")
+    state.submit(job("A2", 0.0, 1e6), state.now)
+    state.start("A2", (1,), state.now)
+    for _ in range(2):
+        state.now += 60.0
+        for job_id in ("A", "A2"):
+            state.running[job_id].observed_rate, state.running[job_id].reported_at = 8.0, state.now
+        tracker.observe(state)
+    assert tracker.job_solo[("A", "v100")] == pytest.approx(2.5)
+    assert tracker.solo[(A, "v100")] == (pytest.approx((4 * 2.5 + 2 * 8.0) / 6), 6)
+    assert tracker.log_bias["v100"] == (pytest.approx((4 * bias + 2 * math.log(8.0)) / 6), 6)
 
 
 def test_a_job_with_nothing_left_to_teach_is_not_asked_for_its_report_until_a_co_runner_arrives() -> None:

@@ -25,13 +25,15 @@ Telemetry comes in two kinds, told apart by ``RunningJob.reported_at``:
   read again whenever every resident has reported anew since its last reading (so samples are independent),
   but only reports made after its residents last changed count (older ones describe another set). Samples are
   not capped at 1 (capping noise biases the mean low; the estimate is), a job's own solo rate is the mean of
-  its reports, and a set is *settled* only after ``min_samples`` samples. Every mean (a set's, a job's own and a
-  type's solo rate, a GPU type's speed bias) is known well enough after ``max_samples`` reports and no longer
-  read (at a noise of 5 %, 32 reports give the mean to about 1 %; each new set sample makes the policies
-  re-plan). A job whose readings can change nothing more (on each GPU it holds the means it would move are all
-  capped, or it shares that GPU with a set that teaches nothing) is not asked for its report at all until the
-  residents of one of its GPUs change: in the simulator its reports are then never generated (other readers of
-  its telemetry still get them when they look).
+  its reports, and a set is *settled* only after ``min_samples`` samples. A set's mean and a job's own solo rate
+  (a gang's too) are known well enough after ``max_samples`` reports and no longer read (at a noise of 5 %, 32
+  reports give a mean to about 1 %; each new set sample makes the policies re-plan). A job's reports stop
+  feeding its type's solo rate and the GPU type's speed bias with its own: those means keep learning, from at
+  most ``max_samples`` reports of each job (they average *across* jobs and types, which one job's reports do not
+  teach). A job whose readings can change nothing more (on each GPU it holds: alone with its own mean capped, or
+  sharing it with a set that is capped or never sampled) is not asked for its report at all until the residents
+  of one of its GPUs change: in the simulator its reports are then never generated (other readers of its
+  telemetry still get them when they look).
 
 The uncertainty of a set's mean is ``max(obs_sigma, s) / sqrt(n)`` over its ``n`` samples. For reported
 samples ``s`` is the spread (standard deviation) of their combined throughputs, pooled with one pseudo-sample
@@ -249,7 +251,7 @@ class ObservedThroughput:
 
     def _saturated(self, run: RunView, state: TelemetryView) -> bool:
         """Whether no reading of any GPU ``run`` holds can change anything (reported telemetry: every mean it
-        would move has ``max_samples`` reports); reads no telemetry, only who runs where."""
+        would move is capped at ``max_samples`` reports); reads no telemetry, only who runs where."""
         return all(self._learns_nothing(g, state) for g in run.gpus)
 
     def _learns_nothing(self, g: int, state: TelemetryView) -> bool:
@@ -269,15 +271,7 @@ class ObservedThroughput:
         spec = run.spec
         if spec.num_gpus > 1 and not self._alone_job(run, state):
             return True  # a gang sharing one of its GPUs: nothing is read of it
-        if self._job_solo_n.get((spec.job_id, name), 0) < cap:
-            return False
-        if spec.num_gpus > 1 or not spec.model:
-            return True
-        if self.solo.get((spec.job_type, name), (0.0, 0))[1] < cap:
-            return False
-        if self.log_bias.get(name, (0.0, 0))[1] >= cap:
-            return True
-        return not state.predict(spec, state.cluster.gpus[g].gpu_type).iter_time_s > 0  # no bias to read from it
+        return self._job_solo_n.get((spec.job_id, name), 0) >= cap
 
     def _fresh_reading(self, g: int, runs: list[RunView]) -> bool | None:
         """For a GPU whose residents report periodically: None when every resident reported anew since the GPU's
@@ -318,26 +312,24 @@ class ObservedThroughput:
                 self._own_solo((job_id, name), rate, at is not None)
             return True
         key = (job_id, name)  # ``_own_solo``, inline
-        cap = math.inf if at is None else self.max_samples  # reported means are capped (module docstring)
         if at is None:
             self.job_solo[key] = rate
         else:
             counts, job_solo = self._job_solo_n, self.job_solo
             n = counts.get(key, 0)
-            if n < cap:
-                job_solo[key] = (job_solo.get(key, 0.0) * n + rate) / (n + 1)
-                counts[key] = n + 1
+            if n >= self.max_samples:
+                return True  # its own rate known well enough; its type's and the bias take no more of its reports
+            job_solo[key] = (job_solo.get(key, 0.0) * n + rate) / (n + 1)
+            counts[key] = n + 1
         if not spec.model:  # no type to learn about, and its prediction is a placeholder (no speed bias)
             return True
         key = (spec.job_type, name)
         mean, n = self.solo.get(key, (0.0, 0))
-        if n < cap:
-            self.solo[key] = ((mean * n + rate) / (n + 1), n + 1)
-        bias, m = self.log_bias.get(name, (0.0, 0))
-        if m < cap:
-            iter_time_s = state.predict(spec, gpu_type).iter_time_s
-            if iter_time_s > 0:
-                self.log_bias[name] = ((bias * m + math.log(rate * iter_time_s)) / (m + 1), m + 1)
+        self.solo[key] = ((mean * n + rate) / (n + 1), n + 1)
+        iter_time_s = state.predict(spec, gpu_type).iter_time_s
+        if iter_time_s > 0:
+            bias, m = self.log_bias.get(name, (0.0, 0))
+            self.log_bias[name] = ((bias * m + math.log(rate * iter_time_s)) / (m + 1), m + 1)
         return True
 
     def _observe_gang(self, run: RunView, gpus: list[int], state: TelemetryView) -> None:
