@@ -246,6 +246,7 @@ class ObservedThroughput:
                     out.update(gpus)
         if len(seen) > 2 * len(state.running) + 1024:  # jobs that left
             self._seen = {j: at for j, at in seen.items() if j in state.running}
+        if len(done) > 2 * len(state.running) + 1024:
             self._done = {j: run for j, run in done.items() if state.running.get(j) is run}
         return out
 
