@@ -20,7 +20,7 @@ from horus.interference.observed import ObservedThroughput
 from horus.interference.slowdown import estimator_for
 from horus.policies.base import Action, Policy, Preempt, Start
 from horus.sim.engine import SimConfig, _Engine, simulate
-from horus.sim.telemetry import TELEMETRY_MODELS, Attempt, NoisyTelemetry, create_telemetry
+from horus.sim.telemetry import TELEMETRY_MODELS, Attempt, NoisyTelemetry, Reads, ReportedRun, create_telemetry
 from horus.state import SchedulerState
 from horus.truth.base import SoloTruth
 
@@ -260,6 +260,75 @@ def test_a_report_older_than_the_residents_change_is_not_a_sample_of_the_new_set
     state.running["A"].observed_rate, state.running["A"].reported_at = 1.2, 70.0
     tracker.observe(state)  # B has not reported anew since: samples stay independent
     assert tracker.samples == 1
+
+
+def test_reported_means_stop_moving_after_max_samples_reports() -> None:
+    # A (single-GPU) alone on GPU 0 and the gang G alone on GPUs 1 and 2 report a new rate every minute; with
+    # max_samples = 4, A's own solo rate keeps the mean of its first 4 reports, G's own rate the mean of its first 2
+    # (one per GPU read), and A's type's solo rate and the speed bias take those 4 reports of A and no more.
+    state = reporting_state()
+    state.submit(job("A", 0.0, 1e6), 1.0)
+    state.start("A", (0,), 1.0)
+    state.submit(job("G", 0.0, 1e6, model="toyb", gpus=2), 1.0)
+    state.start("G", (1, 2), 1.0)
+    tracker = ObservedThroughput(estimator_for(None, state.predictor), max_samples=4)
+    for i in range(1, 11):
+        for job_id in ("A", "G"):
+            state.running[job_id].observed_rate, state.running[job_id].reported_at = float(i), state.now
+        tracker.observe(state)
+        state.now += 60.0
+    assert tracker.job_solo[("A", "v100")] == pytest.approx(2.5) and tracker._job_solo_n[("A", "v100")] == 4
+    assert tracker.solo[(A, "v100")] == (pytest.approx(2.5), 4)
+    bias = sum(math.log(i) for i in range(1, 5)) / 4  # predicted 1 s per iteration
+    assert tracker.log_bias["v100"] == (pytest.approx(bias), 4)
+    assert tracker.job_solo[("G", "v100")] == pytest.approx(1.5) and tracker._job_solo_n[("G", "v100")] == 4
+    # Another job of A's type, alone on G's GPU once G ends: its reports still move the type's mean and the bias.
+    state.finish("G")
+    state.submit(job("A2", 0.0, 1e6), state.now)
+    state.start("A2", (1,), state.now)
+    for _ in range(2):
+        state.now += 60.0
+        for job_id in ("A", "A2"):
+            state.running[job_id].observed_rate, state.running[job_id].reported_at = 8.0, state.now
+        tracker.observe(state)
+    assert tracker.job_solo[("A", "v100")] == pytest.approx(2.5)
+    assert tracker.solo[(A, "v100")] == (pytest.approx((4 * 2.5 + 2 * 8.0) / 6), 6)
+    assert tracker.log_bias["v100"] == (pytest.approx((4 * bias + 2 * math.log(8.0)) / 6), 6)
+
+
+def test_a_job_with_nothing_left_to_teach_is_not_asked_for_its_report_until_a_co_runner_arrives() -> None:
+    # Simulated reports (``ReportedRun``: read when looked at), one a minute; A alone on GPU 0, max_samples = 3.
+    noise = NoisyTelemetry(period_s=60.0, sigma=0.05, warmup_iterations=0.0, seed=1)
+    reads = Reads(noise)
+    state = reporting_state()
+    state.running_type = ReportedRun
+
+    def start(job_id: str, model: str) -> None:
+        state.submit(job(job_id, 0.0, 1e9, model=model), state.now)
+        run = state.start(job_id, (0,), state.now)
+        attempt = Attempt(job_id, 0, state.now, state.now, 0.0)
+        attempt.change(state.now, 2.0, 0.0)
+        assert isinstance(run, ReportedRun)
+        run.watch(reads, attempt)
+
+    tracker = ObservedThroughput(estimator_for(None, state.predictor), max_samples=3)
+    start("A", "toya")
+    counts = []
+    for _ in range(12):
+        state.now += 60.0
+        reads.now = state.now
+        tracker.observe(state)
+        counts.append(reads.count)
+    assert tracker._job_solo_n[("A", "v100")] == 3 and tracker.solo[(A, "v100")][1] == 3
+    assert counts == [1, 2, 3] + [3] * 9  # one report a call until its 3 reports cap its means, then none
+    at = state.running["A"].__dict__["reported_at"]
+    start("B", "toyb")  # a co-runner: A's reports teach about the pair again
+    for _ in range(2):
+        state.now += 60.0
+        reads.now = state.now
+        tracker.observe(state)
+    assert reads.count > counts[-1] and state.running["A"].__dict__["reported_at"] > at
+    assert tracker.sets[("v100", (A, B))][1] >= 1
 
 
 @pytest.mark.parametrize("name", ["horus", "gandiva"])

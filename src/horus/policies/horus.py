@@ -712,9 +712,9 @@ class AdaptiveHorusPolicy(Policy):
         stopped = set(unpacked) - {a.job_id for a in cycle.actions if isinstance(a, Start)}
         movers: list[tuple[float, str]] = [(math.inf, jid) for jid in sorted(stopped)]
         for jid, run in state.running.items():
-            if (jid in stopped or not run.observed_rate > 0 or gpu_share(run.spec) < 1.0 - EPS
-                    or not (state.load.n_residents[list(run.gpus)] >= 2).any()):
-                continue
+            if (jid in stopped or gpu_share(run.spec) < 1.0 - EPS
+                    or not (state.load.n_residents[list(run.gpus)] >= 2).any() or not run.observed_rate > 0):
+                continue  # (the rate last: a job running alone is not asked for a report)
             left = self._run_left_s(run, state)
             if left >= self.migrate_min_s:
                 movers.append((left, jid))
