@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 import pytest
+from policies_fakes import make_state, queue, run_job, starts
 from sim_fakes import ConstPredictor, PairTruth, cluster, job, toy_catalog_rows
 
 import horus.catalog
@@ -146,3 +147,25 @@ def test_a_type_seen_to_fail_out_of_memory_shares_no_gpu_again() -> None:
     assert not jobs.loc["C", "colocated"] and jobs.loc["C", "first_start"] >= jobs.loc["A", "end"]
     assert jobs.loc["D", "first_start"] >= jobs.loc["A", "end"]
     assert policy.oom_types == {"toya/b1"}
+
+
+
+def test_a_fractional_pod_within_its_guarantee_is_placed_where_its_requested_share_fits() -> None:
+    # GPU 0 holds a pod requesting half of it (predicted util 0.8); a second half-GPU pod (util 0.5) would bring the
+    # summed predicted utilization to 1.3, above the paper's cap (1.0), but requests sum to 1. Within its queue's
+    # guarantee (a tenancy's mark) it is placed by request, as device sharing grants it (before: it waited for GPU 0
+    # to free); without the mark the paper's rule still refuses it.
+    state = make_state({"a": (0.8, 2_000, 0.1), "b": (0.5, 2_000, 0.1)}, gpus_per_node=1)
+    run_job(state, "A", "a", (0,), fraction=0.5)
+    queue(state, "B", "b", fraction=0.5)
+    assert starts(POLICIES.create("horus").schedule(state)) == {}
+    state.queue["B"].within_guarantee = True
+    assert starts(POLICIES.create("horus").schedule(state)) == {"B": (0,)}
+
+
+def test_a_fractional_pod_whose_requested_share_does_not_fit_waits_even_within_its_guarantee() -> None:
+    state = make_state({"a": (0.8, 2_000, 0.1), "b": (0.5, 2_000, 0.1)}, gpus_per_node=1)
+    run_job(state, "A", "a", (0,), fraction=0.6)
+    queue(state, "B", "b", fraction=0.5)
+    state.queue["B"].within_guarantee = True
+    assert starts(POLICIES.create("horus").schedule(state)) == {}

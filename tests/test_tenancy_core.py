@@ -325,6 +325,8 @@ def test_a_fractional_guaranteed_job_leaves_borrowed_admissions_for_free_slots()
     assert set(state.queue) == {"a2", "b2"}
     at(2.0, [], [])
     assert set(state.queue) == {"a2", "b2"} and admission.accounts["b"].admitted == 2
+    # the policy is told which admitted jobs their queue's guarantee covers (``horus`` places those by request)
+    assert state.queue["a2"].within_guarantee and not state.queue["b2"].within_guarantee
 
 
 def test_no_borrowed_admission_is_made_only_to_be_revoked_in_the_same_step() -> None:

@@ -26,6 +26,9 @@ class QueuedJob:
     oom_failures: int = 0  # times a start failed with out-of-memory (telemetry)
     preemptions: int = 0
     entered: int = field(default=0, compare=False)  # the state's entry counter when it (re-)entered the queue
+    # with a tenancy: its queue's guarantee covers it now (``horus.core.tenancy``, set at each step); a policy may
+    # then place a pod requesting a GPU fraction by its request alone (``horus``)
+    within_guarantee: bool = False
 
 
 @dataclass

@@ -366,13 +366,23 @@ class Admission:
             self.reclaim_for_fair_share(state, now, preempt)
         self._refresh(state)
         self._fill(state)
+        self._mark_guaranteed(state)
         self._version = state.version
 
     def settle(self, state: SchedulerState) -> None:
         """After the policy's actions: charges and reservations as they now are (the ledger integrates them)."""
         self._refresh(state)
         self._fill(state)
+        self._mark_guaranteed(state)
         self._version = state.version
+
+    def _mark_guaranteed(self, state: SchedulerState) -> None:
+        """Each admitted waiting job's ``within_guarantee``: what ``_within_guarantee`` says now (a policy may place
+        such a fractional pod by its request, ``horus``)."""
+        for job_id, ok in self._within_guarantee(state).items():
+            job = self._reserved[job_id][0]
+            if job.within_guarantee != ok:
+                job.within_guarantee = ok
 
     def _fill(self, state: SchedulerState, scan: int = 64) -> None:
         """Each queue's ``fill``: its held jobs, in admission order, that fit what is left of its guarantee."""
