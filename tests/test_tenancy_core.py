@@ -242,18 +242,14 @@ def test_reclaim_takes_the_job_the_policys_order_ranks_last() -> None:
     assert result.summary["reclaim_preemptions"] == 1 and result.summary["quota_violation_s"] == 0
 
 
-def test_a_borrowed_admission_whose_queue_fell_below_its_guarantee_goes_first() -> None:
-    """Queue a's 2-GPU gang was admitted as a borrower (a alone waited, and ran its 2 guaranteed GPUs) and waits;
-    b borrows 4 more GPUs on a co-locating policy's free slots. a's jobs end: a is charged nothing, and its waiting
-    gang is within its guarantee now, so b's borrowed admissions that have not started go back to held and the 2
-    idle GPUs are the gang's. Before, the gang kept counting as borrowed: b's jobs stayed admitted, the policy
-    (SJF) could start them first, and no reclaim was due (Philly 30k, adaptive Horus: worst attainment 0.947 ->
-    0.982)."""
-    state = SchedulerState(tiny(6), build_predictor("physical", None))
+def driven(gpus: int, guarantees: dict[str, float]):  # type: ignore[no-untyped-def]
+    """An admission over ``gpus`` GPUs with 2 worker slots each (a policy that co-locates) and a queue per entry of
+    ``guarantees``, driven by hand: ``at(t, submit, start, finish=())`` finishes jobs, submits, steps the admission
+    (nothing may be preempted), starts each ``(job, GPU)`` and settles. Returns (state, admission, at)."""
+    state = SchedulerState(tiny(gpus), build_predictor("physical", None))
     state.gated = True
-    admission = Admission(Tenancy({"a": Queue("a", {"*": 2.0}), "b": Queue("b", {"*": 2.0}),
-                                   "c": Queue("c", {"*": 2.0})}))
-    admission.slots_per_gpu = 2  # a policy that co-locates (2 workers per GPU)
+    admission = Admission(Tenancy({q: Queue(q, {"*": g}) for q, g in guarantees.items()}))
+    admission.slots_per_gpu = 2
 
     def preempt(job_id: str) -> None:
         raise AssertionError(f"nothing is preempted here, got {job_id}")
@@ -268,6 +264,18 @@ def test_a_borrowed_admission_whose_queue_fell_below_its_guarantee_goes_first() 
         for job_id, gpu in start:
             state.start(job_id, (gpu,), t)
         admission.settle(state)
+
+    return state, admission, at
+
+
+def test_a_borrowed_admission_whose_queue_fell_below_its_guarantee_goes_first() -> None:
+    """Queue a's 2-GPU gang was admitted as a borrower (a alone waited, and ran its 2 guaranteed GPUs) and waits;
+    b borrows 4 more GPUs on a co-locating policy's free slots. a's jobs end: a is charged nothing, and its waiting
+    gang is within its guarantee now, so b's borrowed admissions that have not started go back to held and the 2
+    idle GPUs are the gang's. Before, the gang kept counting as borrowed: b's jobs stayed admitted, the policy
+    (SJF) could start them first, and no reclaim was due (Philly 30k, adaptive Horus: worst attainment 0.947 ->
+    0.982)."""
+    state, admission, at = driven(6, {"a": 2.0, "b": 2.0, "c": 2.0})  # a policy that co-locates (2 workers per GPU)
 
     at(0.0, [job("a1", 0.0, "a"), job("a2", 0.0, "a"), job("a-gang", 0.0, "a", gpus=2)], [("a1", 0), ("a2", 1)])
     at(1.0, [job("b1", 1.0, "b"), job("b2", 1.0, "b")], [("b1", 2), ("b2", 3)])
@@ -300,25 +308,10 @@ def test_a_fractional_guaranteed_job_leaves_borrowed_admissions_for_free_slots()
     2 free slots, so b's admission stays at the end of the step and is not made again at the next. Before, a's
     pod counted a whole idle GPU: b's admission was revoked at the end of every step and made again at the next
     (openb, 1 % of its nodes, horus: 751k admissions for 6,203 pods)."""
-    state = SchedulerState(tiny(2), build_predictor("physical", None))
-    state.gated = True
-    admission = Admission(Tenancy({"a": Queue("a", {"*": 1.0}), "b": Queue("b", {"*": 0.0})}))
-    admission.slots_per_gpu = 2
-
-    def preempt(job_id: str) -> None:
-        raise AssertionError(f"nothing is preempted here, got {job_id}")
+    state, admission, at = driven(2, {"a": 1.0, "b": 0.0})
 
     def pod(job_id: str, t: float, queue: str) -> JobSpec:
         return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, 0.5, queue=queue)
-
-    def at(t: float, submit: list[JobSpec], start: list[tuple[str, int]]) -> None:
-        state.now = t
-        for spec in submit:
-            state.submit(spec, t)
-        admission.step(state, t, preempt)
-        for job_id, gpu in start:
-            state.start(job_id, (gpu,), t)
-        admission.settle(state)
 
     at(0.0, [pod("a1", 0.0, "a"), pod("b1", 0.0, "b")], [("a1", 0), ("b1", 1)])
     at(1.0, [pod("a2", 1.0, "a"), pod("b2", 1.0, "b")], [])
@@ -335,22 +328,7 @@ def test_no_borrowed_admission_is_made_only_to_be_revoked_in_the_same_step() -> 
     queue while a guaranteed job waits for more than the idle GPUs: it is not admitted at all, step after step.
     Before, it was admitted and revoked at every step (openb, 1 % of its nodes, horus: 751k admissions for 6,203
     pods), going behind its queue's other held jobs each time."""
-    state = SchedulerState(tiny(2), build_predictor("physical", None))
-    state.gated = True
-    admission = Admission(Tenancy({"a": Queue("a", {"*": 2.0}), "b": Queue("b", {"*": 0.0})}))
-    admission.slots_per_gpu = 2
-
-    def preempt(job_id: str) -> None:
-        raise AssertionError(f"nothing is preempted here, got {job_id}")
-
-    def at(t: float, submit: list[JobSpec], start: list[tuple[str, int]]) -> None:
-        state.now = t
-        for spec in submit:
-            state.submit(spec, t)
-        admission.step(state, t, preempt)
-        for job_id, gpu in start:
-            state.start(job_id, (gpu,), t)
-        admission.settle(state)
+    state, admission, at = driven(2, {"a": 2.0, "b": 0.0})
 
     at(0.0, [job("b1", 0.0, "b"), job("b2", 0.0, "b")], [("b1", 0), ("b2", 1)])
     for t in (1.0, 2.0, 3.0):
