@@ -752,6 +752,7 @@ class Admission:
         self._held[q].discard(self._held_items.pop(job.spec.job_id))
         if flavor is not None and job.spec.gpu_type_request != flavor:
             job.spec = replace(job.spec, gpu_type_request=flavor)
+        job.within_guarantee = False  # a mark of an earlier admission is stale: set again by ``_mark_guaranteed``
         self._reserve(state.admit(job.spec.job_id))
         acc = self.accounts[q]
         self._held_need(acc, need, -1)
