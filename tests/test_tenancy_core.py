@@ -353,6 +353,23 @@ def test_reclaim_takes_back_a_gang_larger_than_its_queues_whole_guarantee() -> N
     assert result.summary["reclaim_preemptions"] == 1 and result.summary["quota_violation_s"] == 0
 
 
+def test_reclaim_of_a_gang_beyond_its_queues_guarantee_spares_that_queues_jobs_it_does_not_need() -> None:
+    """b (guaranteed 2 of 6 GPUs) runs two 1-GPU jobs and a 4-GPU gang; a's 3-GPU gang within its guarantee
+    arrives. The 1-GPU jobs rank first as victims but free only 2 GPUs; the gang, larger than b's whole guarantee,
+    is taken whole and frees 4 alone. Only the gang is preempted: b keeps its 1-GPU jobs (its guarantee). Before,
+    the 1-GPU jobs planned ahead of the gang stayed in the plan: 3 preemptions, b left with nothing (found in
+    review)."""
+    jobs = [job("b1", 0.0, "b", iterations=40_000), job("b2", 0.0, "b", iterations=40_000),
+            job("b-gang", 0.0, "b", gpus=4, iterations=40_000), job("a-gang", 20.0, "a", gpus=3, iterations=4_000)]
+    tenancy = Tenancy({"a": Queue("a", {"*": 4.0}), "b": Queue("b", {"*": 2.0})})
+    result = run(jobs, tiny(6), tenancy)
+    frame = result.jobs.set_index("job_id")
+    assert frame.loc["a-gang", "first_start"] == pytest.approx(20.0)
+    assert frame.loc["b-gang", "preemptions"] == 1
+    assert frame.loc["b1", "preemptions"] == 0 and frame.loc["b2", "preemptions"] == 0
+    assert result.summary["reclaim_preemptions"] == 1 and result.summary["quota_violation_s"] == 0
+
+
 def owed_gang_run(policy: str):  # type: ignore[no-untyped-def]
     """8 GPUs: queue a (guaranteed 2, weight 2) keeps them full with 48 long 1-GPU jobs admitted at once (it alone
     waited), borrowing 4-6 GPUs; queue b (guaranteed 0, weight 1; fair share 2 GPUs while contended) submits a

@@ -892,14 +892,17 @@ class Admission:
         left: dict[int, int] = {}  # residents per GPU once the planned victims are gone
         plan: list[RunningJob] = []
         freed = 0
+        whole = False  # a job larger than its queue's whole guarantee was planned below that guarantee
         for run in self._victims(state, now, set(excess), key):
             if freed >= short - EPS:
                 break
             name = self.queue_name(run.spec.queue)
             c = job_occ.get(run.spec.job_id, 0.0)
-            # a job larger than its queue's whole guarantee only ever runs on borrowed GPUs: it goes back whole
-            if excess[name] - c < -EPS and spec_need(run.spec) <= self.accounts[name].guarantee + EPS:
-                continue  # would take its queue below its guarantee
+            if excess[name] - c < -EPS:
+                # a job larger than its queue's whole guarantee only ever runs on borrowed GPUs: it goes back whole
+                if spec_need(run.spec) <= self.accounts[name].guarantee + EPS:
+                    continue  # would take its queue below its guarantee
+                whole = True
             excess[name] -= c
             plan.append(run)
             for g in run.gpus:  # co-runners idle a GPU together: plan them all, count GPUs left with nobody
@@ -907,6 +910,14 @@ class Admission:
                 freed += left[g] == 0
         if freed < short - EPS:
             return False
+        if whole:  # such a gang may free enough alone: spare the victims planned before it that are not needed
+            for run in reversed(plan[:-1]):
+                back = sum(left[g] == 0 for g in run.gpus)
+                if freed - back >= short - EPS:
+                    plan.remove(run)
+                    for g in run.gpus:
+                        left[g] += 1
+                    freed -= back
         plan = [run for run in plan if any(left[g] == 0 for g in run.gpus)]  # stopping the rest would idle nothing
         for run in plan:
             preempt(run.spec.job_id)
