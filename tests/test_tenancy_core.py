@@ -422,3 +422,18 @@ def test_a_queue_helped_toward_its_fair_share_is_not_reclaimed_from_at_once(poli
     assert frame.loc["y-gang", "preemptions"] == 0 and frame.loc["x-gang", "preemptions"] == 1
     assert frame.loc["y-gang", "first_start"] < frame.loc["x-gang", "end"]
     assert frame["end"].notna().all() and result.summary["quota_violation_s"] == 0
+
+
+def test_a_rebuilt_admission_keeps_the_fair_share_ledger_and_the_jobs_it_helped() -> None:
+    """The live service rebuilds its admission when agents join or leave (``carry_ledger``): the fair-share deficit
+    and the record of jobs the fair-share reclaim helped (never reclaimed by it again) carry over for the queues
+    both know; a queue the new tenancy dropped takes its record with it."""
+    from horus.service.tenants import carry_ledger
+
+    old = Admission(Tenancy({"a": Queue("a", {"*": 1.0}), "b": Queue("b", {"*": 0.0})}))
+    old.accounts["b"].fair_deficit_gpu_s = 7_200.0
+    old._helped.update({"b-gang": "b", "a-job": "a"})
+    new = Admission(Tenancy({"b": Queue("b", {"*": 0.0}), "c": Queue("c", {"*": 1.0})}))
+    carry_ledger(old, new)
+    assert new.accounts["b"].fair_deficit_gpu_s == 7_200.0 and new.accounts["c"].fair_deficit_gpu_s == 0.0
+    assert new._helped == {"b-gang": "b"}

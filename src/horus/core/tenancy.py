@@ -1025,6 +1025,11 @@ class Admission:
             return True
         return False
 
+    def carry_helped(self, old: Admission) -> None:
+        """Keep ``old``'s record of the jobs ``reclaim_for_fair_share`` helped, for the queues this admission knows
+        (the live service rebuilds its admission when agents join or leave)."""
+        self._helped.update({j: q for j, q in old._helped.items() if q in self.accounts})
+
     def _lendable(self, queues: set[str], key: str) -> float:
         """GPUs (under ``key``) that ``queues`` are charged beyond their guarantees: a quick bound that spares
         ``_reclaim`` its per-GPU occupancy when it could not succeed (exact for whole-GPU jobs and for a policy

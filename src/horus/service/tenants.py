@@ -116,8 +116,8 @@ def seed(store: Store, tenancy: Tenancy, now: float) -> bool:
 
 
 def carry_ledger(old: Admission | None, new: Admission | None) -> None:
-    """A rebuilt core's admission keeps what the previous one integrated (fair-share history, reclaims) for the
-    queues both know; present charges and reservations are derived again from the new state."""
+    """A rebuilt core's admission keeps what the previous one integrated (fair-share history and deficit, reclaims,
+    the jobs the fair-share reclaim helped) for the queues both know; present charges and reservations are derived again from the new state."""
     if old is None or new is None:
         return
     for name, acc in new.accounts.items():
@@ -125,6 +125,7 @@ def carry_ledger(old: Admission | None, new: Admission | None) -> None:
         if prev is not None:
             new.accounts[name] = dataclasses.replace(prev, queue=acc.queue, usage={}, reserved={}, held_need=0.0)
     new.reclaims, new.fair_reclaims, new.contended_s = old.reclaims, old.fair_reclaims, old.contended_s
+    new.carry_helped(old)  # jobs the fair-share reclaim helped stay protected from it across the rebuild
 
 
 def queue_views(tenants: Tenants, admission: Admission | None, state: SchedulerState) -> list[dict[str, Any]]:
