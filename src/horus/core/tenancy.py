@@ -380,9 +380,7 @@ class Admission:
         """Each admitted waiting job's ``within_guarantee``: what ``_within_guarantee`` says now (a policy may place
         such a fractional pod by its request, ``horus``)."""
         for job_id, ok in self._within_guarantee(state).items():
-            job = self._reserved[job_id][0]
-            if job.within_guarantee != ok:
-                job.within_guarantee = ok
+            self._reserved[job_id][0].within_guarantee = ok
 
     def _fill(self, state: SchedulerState, scan: int = 64) -> None:
         """Each queue's ``fill``: its held jobs, in admission order, that fit what is left of its guarantee."""
@@ -789,10 +787,13 @@ class Admission:
                 borrowed_small[key] = borrowed_small.get(key, 0.0) + 1.0
             else:
                 borrowed[key] = borrowed.get(key, 0.0) + job.spec.num_gpus
+        def under(per_key: dict[str, float], key: str) -> float:  # borrowed jobs that may take GPUs counted under key
+            return per_key.get(key, 0.0) + (per_key.get(ANY_TYPE, 0.0) if key != ANY_TYPE else 0.0)
+
         if borrowed_too:
             for key in waiting:
-                waiting[key] += borrowed.get(key, 0.0) + (borrowed.get(ANY_TYPE, 0.0) if key != ANY_TYPE else 0.0)
-                extra = borrowed_small.get(key, 0.0) + (borrowed_small.get(ANY_TYPE, 0.0) if key != ANY_TYPE else 0.0)
+                waiting[key] += under(borrowed, key)
+                extra = under(borrowed_small, key)
                 if extra:
                     small[key] = small.get(key, 0.0) + extra
         if not waiting:
@@ -899,10 +900,9 @@ class Admission:
             name = self.queue_name(run.spec.queue)
             c = job_occ.get(run.spec.job_id, 0.0)
             if excess[name] - c < -EPS:
-                # a job larger than its queue's whole guarantee only ever runs on borrowed GPUs: it goes back whole
-                if spec_need(run.spec) <= self.accounts[name].guarantee + EPS:
+                if not self._larger_than_guarantee(run.spec, name):
                     continue  # would take its queue below its guarantee
-                whole = True
+                whole = True  # it only ever runs on borrowed GPUs: it goes back whole
             excess[name] -= c
             plan.append(run)
             for g in run.gpus:  # co-runners idle a GPU together: plan them all, count GPUs left with nobody
@@ -925,10 +925,15 @@ class Admission:
             self.reclaims += 1
         return True
 
+    def _larger_than_guarantee(self, spec: JobSpec, name: str) -> bool:
+        """Whether a job of ``spec`` needs more than queue ``name``'s whole guarantee: it only ever runs on borrowed
+        GPUs, and ``_reclaim`` may take it back whole, even below that guarantee."""
+        return spec_need(spec) > self.accounts[name].guarantee + EPS
+
     def _runs_beyond_guarantee(self, state: SchedulerState, name: str) -> bool:
         """Whether queue ``name`` runs a job larger than its whole guarantee (``_reclaim`` may take it back)."""
-        g = self.accounts[name].guarantee
-        return any(spec_need(state.running[j].spec) > g + EPS for j in self._queue_jobs[name] if j in state.running)
+        return any(self._larger_than_guarantee(state.running[j].spec, name)
+                   for j in self._queue_jobs[name] if j in state.running)
 
     def _occupancy(self, state: SchedulerState, key: str) -> tuple[dict[str, float], dict[str, float]]:
         """GPUs (of type ``key``, or any) each queue and each running job occupies: every GPU in use counts 1,
