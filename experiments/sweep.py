@@ -21,7 +21,7 @@ is checked against them; the goal table of issue 23 is computed from the cells.
 Writes experiments/results/sweep.json (every cell's summaries), sweep.md (one table per world and workload: mean over
 seeds, each policy's change against FIFO-exclusive and against its own ablation), sweep_jct.png (mean JCT vs offered
 load) and sweep_report.html (all of it on one self-contained page). Per-cell outputs go to results/sweep/ (not
-committed).
+committed). With the default ``--out``, the README's sweep tables are rewritten from it (``readme_tables.py``).
 """
 
 from __future__ import annotations
@@ -399,6 +399,9 @@ def main() -> int:
     report(rows, targets, {"command": " ".join(sys.argv), "cells": len(results), "wall_s": time.perf_counter() - began},
            out / "sweep_report.html", out / "sweep_jct.png")
     print(f"wrote {out / 'sweep.json'}, sweep.md, sweep_jct.png in {time.perf_counter() - began:.0f} s")
+    if out.resolve() == OUT.resolve():  # the committed sweep: the README's tables follow it
+        from readme_tables import main as rewrite_readme
+        rewrite_readme([])
     return 0
 
 
