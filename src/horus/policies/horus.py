@@ -99,14 +99,29 @@ class _Snapshot:
     def _timing(self) -> tuple[np.ndarray, np.ndarray]:
         """(predicted seconds until each busy GPU is idle, ascending; per GPU until its first resident ends)."""
         if self._times is None:
-            state = self._state
+            state, policy = self._state, self._policy
             n = state.cluster.num_gpus
-            last, first = np.zeros(n), np.full(n, np.inf)
+            at: list[int] = []  # (GPU, seconds its resident is expected to keep it) pairs
+            lefts: list[float] = []
+            sized = policy.history is None
             for run in state.running.values():
-                left = self._policy._run_left_s(run, state)
-                for g in run.gpus:
-                    last[g] = max(last[g], left)
-                    first[g] = min(first[g], left)
+                rate = run.observed_rate if sized else 0.0
+                if rate > 0:  # ``_run_left_s``, inline on its common path (the same float operations)
+                    left = max(run.spec.iterations - run.iterations_done, 0.0) / rate
+                else:
+                    left = policy._run_left_s(run, state)
+                gpus = run.gpus
+                if len(gpus) == 1:
+                    at.append(gpus[0])
+                    lefts.append(left)
+                else:
+                    at.extend(gpus)
+                    lefts.extend([left] * len(gpus))
+            last, first = np.zeros(n), np.full(n, np.inf)
+            if at:
+                where, values = np.array(at, dtype=np.int64), np.array(lefts)
+                np.fmax.at(last, where, values)  # fmax/fmin: NaN-blind, as max()/min() were
+                np.fmin.at(first, where, values)
             busy = state.load.n_residents > 0
             self._times = (np.sort(last[busy]), first)
         return self._times
@@ -128,6 +143,10 @@ class _Plan:
     types: dict[int, list[str]] = field(default_factory=dict)  # GPU -> job types started on it this call
     started: set[str] = field(default_factory=set)
     no_gain: set[tuple[str, int, str | None]] = field(default_factory=set)  # (type, GPUs, request) with no paying GPU
+    # (type, GPUs, request) -> (GPUs chosen, the job's throughput there, throughput lost, first resident's end there):
+    # a kind's best paying GPUs on this planned load, which only the wait test can still refuse for a job of it
+    offers: dict[tuple[str, int, str | None], tuple[tuple[int, ...], float, float, float]] = field(
+        default_factory=dict)
     sig_ids: np.ndarray | None = None  # GPU -> signature id with this call's planned types (``GpuSignatures``)
     # gang signature id -> each resident's (GPUs, believed current throughput): a gang's current rate varies per call
     gang_patterns: dict[int, tuple[tuple[int, float], ...]] = field(default_factory=dict)
@@ -452,6 +471,7 @@ class AdaptiveHorusPolicy(Policy):
         plan.dirty.update(gpus)
         plan.started.add(spec.job_id)
         plan.no_gain.clear()  # the planned load changed
+        plan.offers.clear()
         if plan.sig_ids is not None:
             for g in gpus:
                 plan.sig_ids[g] = self._sigs.with_planned(int(self._sigs.ids[g]), tuple(plan.types[g]))
@@ -492,6 +512,9 @@ class AdaptiveHorusPolicy(Policy):
         kind = (spec.job_type, k, spec.gpu_type_request)
         if kind in plan.no_gain:
             return None  # an earlier job of this kind found no GPU worth sharing on this planned load
+        offer = plan.offers.get(kind)
+        if offer is not None:  # an earlier job of this kind found these GPUs on this planned load: only its wait differs
+            return self._worth_waiting(job, state, gpus_needed, snap, *offer)
         sig_ids = self._refresh_call(state, plan)
         memo = self._no_pay.get(kind)
         if memo is not None and self._type_clock.get(spec.job_type, -1) <= memo[0]:
@@ -570,9 +593,15 @@ class AdaptiveHorusPolicy(Policy):
         if gain - self.kappa * float(sigma[chosen].max()) < k * self.margin:
             plan.no_gain.add(kind)
             return None
-        loss = max(0.0, k - gain)
-        overlap = min(self._queued_left_s(job, state) / max(x_job, 1e-3), float(snap.first_end[chosen].min()))
-        if k * snap.wait(gpus_needed) - overlap * loss <= 0:
+        offer = plan.offers[kind] = (gpus, x_job, max(0.0, k - gain), float(snap.first_end[chosen].min()))
+        return self._worth_waiting(job, state, gpus_needed, snap, *offer)
+
+    def _worth_waiting(self, job: QueuedJob, state: SchedulerState, gpus_needed: int, snap: _Snapshot,
+                       gpus: tuple[int, ...], x_job: float, loss: float, first_end: float) -> tuple[int, ...] | None:
+        """``gpus`` if the wait avoided by starting ``job`` there now exceeds the time lost to interference while
+        it overlaps the residents (overlap x ``loss``), else None."""
+        overlap = min(self._queued_left_s(job, state) / max(x_job, 1e-3), first_end)
+        if job.spec.num_gpus * snap.wait(gpus_needed) - overlap * loss <= 0:
             return None
         return gpus
 
