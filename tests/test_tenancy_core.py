@@ -322,6 +322,37 @@ def test_a_fractional_guaranteed_job_leaves_borrowed_admissions_for_free_slots()
     assert state.queue["a2"].within_guarantee and not state.queue["b2"].within_guarantee
 
 
+def test_a_guaranteed_fractional_pod_gets_a_reclaim_when_no_free_slot_has_room_for_its_request() -> None:
+    """A co-locating policy: b (guaranteed 1 of 2 GPUs) runs a whole-GPU job on each GPU, so each GPU has a free
+    worker slot but its requests already sum to 1. a's half-GPU pod within its guarantee cannot go to either by
+    request: reclaim preempts b's borrowed job and a GPU goes idle for it. Before, any free slot of a busy GPU
+    counted as room for the pod and no reclaim was made (openb, 1 % of its nodes, horus: 53 of the 103 GPU-h of
+    ``BE``'s guarantee gap)."""
+    state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
+
+    def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
+        return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
+
+    at(0.0, [job("b1", 0.0, "b"), job("b2", 0.0, "b")], [("b1", 0), ("b2", 1)])
+    at(1.0, [pod("a1", 1.0, "a", 0.5)], [])
+    assert set(state.queue) == {"a1"} and state.queue["a1"].within_guarantee
+    preempted: list[str] = []
+
+    def preempt(job_id: str) -> None:
+        preempted.append(job_id)
+        state.requeue(job_id, 1.0)
+
+    assert admission.reclaim_for_guarantees(state, 1.0, preempt)
+    assert len(preempted) == 1 and preempted[0] in {"b1", "b2"}
+    assert int((state.load.n_residents == 0).sum()) == 1
+    # a busy GPU whose requests leave room for the pod's is room: no reclaim (a 0.5 pod of b's on a GPU of its own)
+    state2, admission2, at2 = driven(2, {"a": 1.0, "b": 1.0})
+    at2(0.0, [job("b1", 0.0, "b"), pod("b2", 0.0, "b", 0.5)], [("b1", 0), ("b2", 1)])
+    at2(1.0, [pod("a1", 1.0, "a", 0.5)], [])
+    assert set(state2.queue) == {"a1"}
+    assert not admission2.reclaim_for_guarantees(state2, 1.0, preempt) and preempted == [preempted[0]]
+
+
 def test_no_borrowed_admission_is_made_only_to_be_revoked_in_the_same_step() -> None:
     """A co-locating policy: b borrows both GPUs; a's whole-GPU job within its guarantee waits for one of them.
     b's next job would fit a free worker slot, but the end of the step revokes every borrowed admission of another
