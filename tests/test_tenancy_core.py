@@ -353,6 +353,27 @@ def test_a_guaranteed_fractional_pod_gets_a_reclaim_when_no_free_slot_has_room_f
     assert not admission2.reclaim_for_guarantees(state2, 1.0, preempt) and preempted == [preempted[0]]
 
 
+def test_an_admitted_gang_larger_than_its_queues_whole_guarantee_is_no_guaranteed_demand() -> None:
+    """a (guaranteed 1 of 2 GPUs) alone waits, with a 2-GPU gang: admitted, it waits for b's jobs to end. No
+    guarantee of a can cover it (reclaim takes such a gang back whole), so while it waits it is no guaranteed demand,
+    as it is while held (``fill``). Before, the admitted gang counted its queue's whole guarantee as demanded and
+    missed (openb, 1 % of its nodes, horus: 268 of the 277 GPU-h of ``Burstable``'s gap, its 8-GPU gangs against a
+    guarantee of 3)."""
+    state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
+    at(0.0, [job("b1", 0.0, "b"), job("b2", 0.0, "b")], [("b1", 0), ("b2", 1)])
+    at(1.0, [job("a-gang", 1.0, "a", gpus=2), job("a1", 1.0, "a")], [])
+    assert set(state.queue) == {"a-gang", "a1"}
+    at(3.0, [], [])
+    acc = admission.accounts["a"]
+    assert acc.guaranteed_demand_gpu_s == pytest.approx(2.0)  # a1 alone: 1 GPU for 2 s
+    at(4.0, [], [("a1", 0)], finish=("b1",))
+    at(5.0, [], [], finish=("a1",))
+    assert set(state.queue) == {"a-gang"} and acc.guaranteed_demand_gpu_s == pytest.approx(4.0)
+    at(8.0, [], [])  # the gang alone waits: nothing demanded of a's guarantee
+    assert acc.guaranteed_demand_gpu_s == pytest.approx(4.0)
+    assert acc.guaranteed_received_gpu_s == pytest.approx(1.0)
+
+
 def test_no_borrowed_admission_is_made_only_to_be_revoked_in_the_same_step() -> None:
     """A co-locating policy: b borrows both GPUs; a's whole-GPU job within its guarantee waits for one of them.
     b's next job would fit a free worker slot, but the end of the step revokes every borrowed admission of another

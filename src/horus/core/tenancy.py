@@ -66,6 +66,7 @@ class QueueAccount:
     queue: Queue
     usage: dict[str, float] = field(default_factory=dict)  # key (type or ANY_TYPE) -> charged GPUs now
     reserved: dict[str, float] = field(default_factory=dict)  # admitted, not yet running: requested GPUs
+    reserved_beyond: float = 0.0  # of ``reserved[ANY_TYPE]``: jobs larger than its whole guarantee
     held_need: float = 0.0  # GPUs requested by its held jobs
     fill: float = 0.0  # GPUs of held jobs that would fit in what is left of its guarantee (first fit, in order)
     held_needs: SortedList = field(default_factory=SortedList)  # each held job's request (the smallest first)
@@ -104,8 +105,9 @@ class QueueAccount:
     def guaranteeable_demand(self) -> float:
         """Demand its guarantee can cover: what it runs and has admitted, plus the held jobs that fit in the rest
         of its guarantee taken in admission order (``fill``; whole jobs: a gang larger than what is left of the
-        guarantee only ever runs on borrowed GPUs)."""
-        return self.used() + self.reserved.get(ANY_TYPE, 0.0) + self.fill
+        guarantee only ever runs on borrowed GPUs). An admitted job larger than the whole guarantee is left out as
+        it is while held (``reserved_beyond``): no guarantee covers it, and ``_reclaim`` takes it back whole."""
+        return self.used() + self.reserved.get(ANY_TYPE, 0.0) - self.reserved_beyond + self.fill
 
 
 def job_need(spec_gpus: int, share: float) -> float:
@@ -192,7 +194,7 @@ class Admission:
         self._job_charge = {}
         self._queue_jobs = {name: set() for name in self.accounts}
         for acc in self.accounts.values():
-            acc.usage, acc.reserved, acc.commit, acc.held_need = {}, {}, {}, 0.0
+            acc.usage, acc.reserved, acc.commit, acc.held_need, acc.reserved_beyond = {}, {}, {}, 0.0, 0.0
             acc.held_needs = SortedList()
             acc.waiting = 0
         self._totals: dict[str, float] = {}
@@ -289,6 +291,8 @@ class Admission:
             self._reserved_total[key] = self._reserved_total.get(key, 0.0) + need
             self._add_commit(acc, key, need)
         self._reserved[job.spec.job_id] = (job, q, keys, need)
+        if need > acc.guarantee + EPS:
+            acc.reserved_beyond += need
         acc.waiting += 1
 
     def _release_reservations(self, state: SchedulerState) -> None:
@@ -299,6 +303,8 @@ class Admission:
                     acc.reserved[key] = acc.reserved.get(key, 0.0) - need
                     self._reserved_total[key] = self._reserved_total.get(key, 0.0) - need
                     self._add_commit(acc, key, -need)
+                if need > acc.guarantee + EPS:
+                    acc.reserved_beyond -= need
                 acc.waiting -= 1
                 del self._reserved[job_id]
 
