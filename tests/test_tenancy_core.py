@@ -374,6 +374,25 @@ def test_an_admitted_gang_larger_than_its_queues_whole_guarantee_is_no_guarantee
     assert acc.guaranteed_received_gpu_s == pytest.approx(1.0)
 
 
+def test_a_job_within_its_guarantee_is_admitted_behind_more_than_32_larger_held_jobs() -> None:
+    """a (guaranteed 1 of 2 GPUs) runs pods requesting 0.9 of it; 40 pods requesting 0.6 are held ahead of one
+    requesting 0.05, and no GPU has a free slot (b borrows). The small pod fits what is left of a's guarantee: the
+    guaranteed phase looks past the larger ones and admits it. Before, 32 larger ones ended the scan and it stayed
+    held, while the ledger counted it as guaranteed demand (openb, 1 % of its nodes, fifo-exclusive: 150 of the 174
+    GPU-h of ``BE``'s guarantee gap)."""
+    state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
+
+    def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
+        return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
+
+    at(0.0, [pod("a0", 0.0, "a", 0.5), pod("a00", 0.0, "a", 0.4), job("b1", 0.0, "b"), job("b2", 0.0, "b")],
+       [("a0", 0), ("a00", 0), ("b1", 1), ("b2", 1)])
+    at(1.0, [pod(f"a{i}", 1.0, "a", 0.6) for i in range(1, 41)] + [pod("a-small", 1.0, "a", 0.05),
+                                                                     job("b3", 1.0, "b")], [])
+    assert "a-small" in state.queue and state.queue["a-small"].within_guarantee
+    assert not any(f"a{i}" in state.queue for i in range(1, 41))
+
+
 def test_no_borrowed_admission_is_made_only_to_be_revoked_in_the_same_step() -> None:
     """A co-locating policy: b borrows both GPUs; a's whole-GPU job within its guarantee waits for one of them.
     b's next job would fit a free worker slot, but the end of the step revokes every borrowed admission of another
