@@ -829,20 +829,27 @@ class Admission:
         busy = (load.n_residents > 0) & (load.n_residents < self.slots_per_gpu)
         if key != ANY_TYPE:
             busy &= state.gpu_type_names == key
-        where = np.flatnonzero(busy)
-        room = list(1.0 - load.alloc_share[where])
-        slots = list(self.slots_per_gpu - load.n_residents[where])
-        bins = len(room)
+        room = 1.0 - load.alloc_share[busy] + EPS  # usable request room per busy GPU (no room: no bin)
+        slots = (self.slots_per_gpu - load.n_residents[busy]).astype(float)
+        room[room <= EPS] = -1.0
+        fresh: list[list[float]] = []  # GPUs to be freed: [room, slots]
         for need in sorted(requests, reverse=True):
-            for i, r in enumerate(room):
-                if slots[i] > 0 and need <= r + EPS:
-                    room[i] -= need
-                    slots[i] -= 1
+            fits = np.flatnonzero(room >= need)
+            if len(fits):
+                i = fits[0]
+                room[i] -= need
+                slots[i] -= 1
+                if slots[i] <= 0:
+                    room[i] = -1.0
+                continue
+            for gpu in fresh:
+                if gpu[1] > 0 and need <= gpu[0] + EPS:
+                    gpu[0] -= need
+                    gpu[1] -= 1
                     break
             else:
-                room.append(1.0 - need)
-                slots.append(self.slots_per_gpu - 1)
-        return max(0.0, len(room) - bins - spare)
+                fresh.append([1.0 - need, self.slots_per_gpu - 1])
+        return max(0.0, len(fresh) - spare)
 
     def _within_guarantee(self, state: SchedulerState) -> dict[str, bool]:
         """Per admitted job still waiting: whether its queue's guarantee covers it *now*, whatever it was admitted
