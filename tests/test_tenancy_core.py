@@ -322,6 +322,77 @@ def test_a_fractional_guaranteed_job_leaves_borrowed_admissions_for_free_slots()
     assert state.queue["a2"].within_guarantee and not state.queue["b2"].within_guarantee
 
 
+def test_a_guaranteed_fractional_pod_gets_a_reclaim_when_no_free_slot_has_room_for_its_request() -> None:
+    """A co-locating policy: b (guaranteed 1 of 2 GPUs) runs a whole-GPU job on each GPU, so each GPU has a free
+    worker slot but its requests already sum to 1. a's half-GPU pod within its guarantee cannot go to either by
+    request: reclaim preempts b's borrowed job and a GPU goes idle for it. Before, any free slot of a busy GPU
+    counted as room for the pod and no reclaim was made (openb, 1 % of its nodes, horus: 53 of the 103 GPU-h of
+    ``BE``'s guarantee gap)."""
+    state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
+
+    def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
+        return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
+
+    at(0.0, [job("b1", 0.0, "b"), job("b2", 0.0, "b")], [("b1", 0), ("b2", 1)])
+    at(1.0, [pod("a1", 1.0, "a", 0.5)], [])
+    assert set(state.queue) == {"a1"} and state.queue["a1"].within_guarantee
+    preempted: list[str] = []
+
+    def preempt(job_id: str) -> None:
+        preempted.append(job_id)
+        state.requeue(job_id, 1.0)
+
+    assert admission.reclaim_for_guarantees(state, 1.0, preempt)
+    assert len(preempted) == 1 and preempted[0] in {"b1", "b2"}
+    assert int((state.load.n_residents == 0).sum()) == 1
+    # a busy GPU whose requests leave room for the pod's is room: no reclaim (a 0.5 pod of b's on a GPU of its own)
+    state2, admission2, at2 = driven(2, {"a": 1.0, "b": 1.0})
+    at2(0.0, [job("b1", 0.0, "b"), pod("b2", 0.0, "b", 0.5)], [("b1", 0), ("b2", 1)])
+    at2(1.0, [pod("a1", 1.0, "a", 0.5)], [])
+    assert set(state2.queue) == {"a1"}
+    assert not admission2.reclaim_for_guarantees(state2, 1.0, preempt) and preempted == [preempted[0]]
+
+
+def test_an_admitted_gang_larger_than_its_queues_whole_guarantee_is_no_guaranteed_demand() -> None:
+    """a (guaranteed 1 of 2 GPUs) alone waits, with a 2-GPU gang: admitted, it waits for b's jobs to end. No
+    guarantee of a can cover it (reclaim takes such a gang back whole), so while it waits it is no guaranteed demand,
+    as it is while held (``fill``). Before, the admitted gang counted its queue's whole guarantee as demanded and
+    missed (openb, 1 % of its nodes, horus: 268 of the 277 GPU-h of ``Burstable``'s gap, its 8-GPU gangs against a
+    guarantee of 3)."""
+    state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
+    at(0.0, [job("b1", 0.0, "b"), job("b2", 0.0, "b")], [("b1", 0), ("b2", 1)])
+    at(1.0, [job("a-gang", 1.0, "a", gpus=2), job("a1", 1.0, "a")], [])
+    assert set(state.queue) == {"a-gang", "a1"}
+    at(3.0, [], [])
+    acc = admission.accounts["a"]
+    assert acc.guaranteed_demand_gpu_s == pytest.approx(2.0)  # a1 alone: 1 GPU for 2 s
+    at(4.0, [], [("a1", 0)], finish=("b1",))
+    at(5.0, [], [], finish=("a1",))
+    assert set(state.queue) == {"a-gang"} and acc.guaranteed_demand_gpu_s == pytest.approx(4.0)
+    at(8.0, [], [])  # the gang alone waits: nothing demanded of a's guarantee
+    assert acc.guaranteed_demand_gpu_s == pytest.approx(4.0)
+    assert acc.guaranteed_received_gpu_s == pytest.approx(1.0)
+
+
+def test_a_job_within_its_guarantee_is_admitted_behind_more_than_32_larger_held_jobs() -> None:
+    """a (guaranteed 1 of 2 GPUs) runs pods requesting 0.9 of it; 40 pods requesting 0.6 are held ahead of one
+    requesting 0.05, and no GPU has a free slot (b borrows). The small pod fits what is left of a's guarantee: the
+    guaranteed phase looks past the larger ones and admits it. Before, 32 larger ones ended the scan and it stayed
+    held, while the ledger counted it as guaranteed demand (openb, 1 % of its nodes, fifo-exclusive: 150 of the 174
+    GPU-h of ``BE``'s guarantee gap)."""
+    state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
+
+    def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
+        return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
+
+    at(0.0, [pod("a0", 0.0, "a", 0.5), pod("a00", 0.0, "a", 0.4), job("b1", 0.0, "b"), job("b2", 0.0, "b")],
+       [("a0", 0), ("a00", 0), ("b1", 1), ("b2", 1)])
+    at(1.0, [pod(f"a{i}", 1.0, "a", 0.6) for i in range(1, 41)] + [pod("a-small", 1.0, "a", 0.05),
+                                                                     job("b3", 1.0, "b")], [])
+    assert "a-small" in state.queue and state.queue["a-small"].within_guarantee
+    assert not any(f"a{i}" in state.queue for i in range(1, 41))
+
+
 def test_no_borrowed_admission_is_made_only_to_be_revoked_in_the_same_step() -> None:
     """A co-locating policy: b borrows both GPUs; a's whole-GPU job within its guarantee waits for one of them.
     b's next job would fit a free worker slot, but the end of the step revokes every borrowed admission of another
