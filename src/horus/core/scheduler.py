@@ -92,6 +92,7 @@ class SchedulerCore:
         self.admission = Admission(tenancy) if tenancy is not None else None
         if self.admission is not None:
             self.admission.slots_per_gpu = (policy.max_residents or 2) if policy.colocates else 1
+            self.admission.shares_gpu = policy.may_share
             rule = getattr(policy, "order_rule", None)
             if isinstance(rule, KeyedOrder):  # held jobs are admitted in the policy's own order within a queue
                 self.admission.order_key = lambda job: rule.key(job, state)

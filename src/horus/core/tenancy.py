@@ -177,6 +177,9 @@ class Admission:
         # place of its own queue's running jobs of a strictly lower level (``_preempt_own``)
         self.preempt_level: Callable[[QueuedJob], float] | None = None
         self.slots_per_gpu = 1  # workers a GPU may hold (the core sets it from the policy: > 1 if it co-locates)
+        # whether the policy may place a job on a GPU that has residents (the core sets ``Policy.may_share``): a
+        # waiting pod it may not (one whose memory is under-predicted) needs a whole GPU, not a free slot
+        self.shares_gpu: Callable[[QueuedJob], bool] = lambda job: True
         self._slots: dict[str, float] = {}
         self._slots_version = -1
         self.reclaims = 0
@@ -789,7 +792,7 @@ class Admission:
             if guaranteed is None or not (guaranteed or borrowed_too):
                 continue
             key = keys[-1]
-            fractional = shares and need < 1.0 - EPS
+            fractional = shares and need < 1.0 - EPS and self.shares_gpu(job)
             if guaranteed:
                 owners.add(q)
                 waiting[key] = waiting.get(key, 0.0) + (0.0 if fractional else job.spec.num_gpus)

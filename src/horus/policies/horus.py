@@ -446,6 +446,14 @@ class AdaptiveHorusPolicy(Policy):
             out.append(job)
         return out
 
+    def may_share(self, job: QueuedJob) -> bool:
+        """Whether ``job`` may go to a GPU that has residents: not once it, or a job of its type, failed out of memory
+        (their memory is under-predicted: an empty GPU only, ``_may_share`` and ``_by_request``). A tenancy's
+        admission then counts such a waiting pod as a whole GPU to free, not a free slot (``Admission.shares_gpu``)."""
+        if not self.colocate or needs_empty_gpu(job) or job.spec.job_type in self.oom_types:
+            return False
+        return gpu_share(job.spec) < 1.0 - EPS or job.spec.num_gpus == 1 or self.gangs != "off"
+
     def _may_share(self, job: QueuedJob) -> bool:
         if needs_empty_gpu(job):  # it failed out of memory: its type's memory is under-predicted
             self.oom_types.add(job.spec.job_type)
