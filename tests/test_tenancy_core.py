@@ -323,6 +323,22 @@ def test_a_fractional_guaranteed_job_leaves_borrowed_admissions_for_free_slots()
     assert state.queue["a2"].within_guarantee and not state.queue["b2"].within_guarantee
 
 
+def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
+    """A one-GPU pod of ``queue`` requesting ``share`` of a GPU."""
+    return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
+
+
+def reclaim_at(state: SchedulerState, admission: Admission, t: float) -> tuple[bool, list[str]]:
+    """``reclaim_for_guarantees`` at ``t``, each preempted job requeued: (whether it changed anything, the jobs)."""
+    preempted: list[str] = []
+
+    def preempt(job_id: str) -> None:
+        preempted.append(job_id)
+        state.requeue(job_id, t)
+
+    return admission.reclaim_for_guarantees(state, t, preempt), preempted
+
+
 def test_a_guaranteed_fractional_pod_gets_a_reclaim_when_no_free_slot_has_room_for_its_request() -> None:
     """A co-locating policy: b (guaranteed 1 of 2 GPUs) runs a whole-GPU job on each GPU, so each GPU has a free
     worker slot but its requests already sum to 1. a's half-GPU pod within its guarantee cannot go to either by
@@ -330,54 +346,35 @@ def test_a_guaranteed_fractional_pod_gets_a_reclaim_when_no_free_slot_has_room_f
     counted as room for the pod and no reclaim was made (openb, 1 % of its nodes, horus: 53 of the 103 GPU-h of
     ``BE``'s guarantee gap)."""
     state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
-
-    def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
-        return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
-
     at(0.0, [job("b1", 0.0, "b"), job("b2", 0.0, "b")], [("b1", 0), ("b2", 1)])
     at(1.0, [pod("a1", 1.0, "a", 0.5)], [])
     assert set(state.queue) == {"a1"} and state.queue["a1"].within_guarantee
-    preempted: list[str] = []
-
-    def preempt(job_id: str) -> None:
-        preempted.append(job_id)
-        state.requeue(job_id, 1.0)
-
-    assert admission.reclaim_for_guarantees(state, 1.0, preempt)
-    assert len(preempted) == 1 and preempted[0] in {"b1", "b2"}
+    changed, preempted = reclaim_at(state, admission, 1.0)
+    assert changed and len(preempted) == 1 and preempted[0] in {"b1", "b2"}
     assert int((state.load.n_residents == 0).sum()) == 1
     # a busy GPU whose requests leave room for the pod's is room: no reclaim (a 0.5 pod of b's on a GPU of its own)
     state2, admission2, at2 = driven(2, {"a": 1.0, "b": 1.0})
     at2(0.0, [job("b1", 0.0, "b"), pod("b2", 0.0, "b", 0.5)], [("b1", 0), ("b2", 1)])
     at2(1.0, [pod("a1", 1.0, "a", 0.5)], [])
     assert set(state2.queue) == {"a1"}
-    assert not admission2.reclaim_for_guarantees(state2, 1.0, preempt) and preempted == [preempted[0]]
+    assert reclaim_at(state2, admission2, 1.0) == (False, [])
 
 
 def test_a_guaranteed_pod_the_policy_keeps_off_shared_gpus_counts_a_whole_gpu_to_free() -> None:
     """b (no guarantee) runs a whole-GPU job and a half-GPU pod alone on the other GPU (both borrowed); a's half-GPU
-    pod within its guarantee (1 GPU) would fit by request beside b's pod, but the policy may not share a GPU with it (its type failed out of memory:
-    ``Policy.may_share`` is False, ``Admission.shares_gpu``): the free slots are no room for it, reclaim frees a
-    whole GPU. Before, the slots counted and no reclaim was made (openb 1 %, horus, seed 2: 50 of the 89 GPU-h of
-    ``BE``'s guarantee gap were such pods waiting while a slot with room by request was free)."""
-
-    def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
-        return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
-
+    pod within its guarantee (1 GPU) would fit by request beside b's pod, but the policy may not share a GPU with it
+    (its type failed out of memory: ``Policy.may_share`` is False, ``Admission.shares_gpu``): the free slots are no
+    room for it, reclaim frees a whole GPU. Before, the slots counted and no reclaim was made (openb 1 %, horus,
+    seed 2: 50 of the 89 GPU-h of ``BE``'s guarantee gap were such pods waiting while a slot with room by request
+    was free)."""
     for may_share, reclaims in ((True, False), (False, True)):
         state, admission, at = driven(2, {"a": 1.0, "b": 0.0})
         admission.shares_gpu = lambda job, may=may_share: may or job.spec.queue != "a"
         at(0.0, [job("b1", 0.0, "b"), pod("b2", 0.0, "b", 0.5)], [("b1", 0), ("b2", 1)])
         at(1.0, [pod("a1", 1.0, "a", 0.5)], [])
         assert set(state.queue) == {"a1"} and state.queue["a1"].within_guarantee
-        preempted: list[str] = []
-
-        def preempt(job_id: str) -> None:
-            preempted.append(job_id)
-            state.requeue(job_id, 1.0)
-
-        assert admission.reclaim_for_guarantees(state, 1.0, preempt) is reclaims
-        assert len(preempted) == (1 if reclaims else 0)
+        changed, preempted = reclaim_at(state, admission, 1.0)
+        assert changed is reclaims and len(preempted) == (1 if reclaims else 0)
         assert int((state.load.n_residents == 0).sum()) == (1 if reclaims else 0)
 
 
@@ -390,7 +387,8 @@ def test_horus_keeps_a_type_that_failed_out_of_memory_off_shared_gpus() -> None:
     assert not policy.may_share(QueuedJob(spec, 0.0, oom_failures=1))
     policy.oom_types.add(spec.job_type)
     assert not policy.may_share(QueuedJob(spec, 0.0))
-    assert not POLICIES.create("horus", colocate=False).may_share(QueuedJob(JobSpec("q", 0.0, 1, "vgg16", 32, 400_000), 0.0))
+    solo = POLICIES.create("horus", colocate=False)
+    assert not solo.may_share(QueuedJob(JobSpec("q", 0.0, 1, "vgg16", 32, 400_000), 0.0))
 
 
 def test_an_admitted_gang_larger_than_its_queues_whole_guarantee_is_no_guaranteed_demand() -> None:
@@ -421,10 +419,6 @@ def test_a_job_within_its_guarantee_is_admitted_behind_more_than_32_larger_held_
     held, while the ledger counted it as guaranteed demand (openb, 1 % of its nodes, fifo-exclusive: 150 of the 174
     GPU-h of ``BE``'s guarantee gap)."""
     state, admission, at = driven(2, {"a": 1.0, "b": 1.0})
-
-    def pod(job_id: str, t: float, queue: str, share: float) -> JobSpec:
-        return JobSpec(job_id, t, 1, "resnet18", 32, 400_000, share, queue=queue)
-
     at(0.0, [pod("a0", 0.0, "a", 0.5), pod("a00", 0.0, "a", 0.4), job("b1", 0.0, "b"), job("b2", 0.0, "b")],
        [("a0", 0), ("a00", 0), ("b1", 1), ("b2", 1)])
     at(1.0, [pod(f"a{i}", 1.0, "a", 0.6) for i in range(1, 41)] + [pod("a-small", 1.0, "a", 0.05),

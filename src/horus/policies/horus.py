@@ -521,7 +521,7 @@ class AdaptiveHorusPolicy(Policy):
         if kind in plan.no_gain:
             return None  # an earlier job of this kind found no GPU worth sharing on this planned load
         offer = plan.offers.get(kind)
-        if offer is not None:  # an earlier job of this kind found these GPUs on this planned load: only its wait differs
+        if offer is not None:  # a job of this kind found these GPUs on this planned load before: only the wait differs
             return self._worth_waiting(job, state, gpus_needed, snap, *offer)
         sig_ids = self._refresh_call(state, plan)
         memo = self._no_pay.get(kind)
