@@ -150,22 +150,36 @@ def test_a_type_seen_to_fail_out_of_memory_shares_no_gpu_again() -> None:
 
 
 
-def test_a_fractional_pod_within_its_guarantee_is_placed_where_its_requested_share_fits() -> None:
+@pytest.mark.parametrize("name", ["horus", "horus-paper"])
+def test_a_fractional_pod_within_its_guarantee_is_placed_where_its_requested_share_fits(name: str) -> None:
     # GPU 0 holds a pod requesting half of it (predicted util 0.8); a second half-GPU pod (util 0.5) would bring the
     # summed predicted utilization to 1.3, above the paper's cap (1.0), but requests sum to 1. Within its queue's
     # guarantee (a tenancy's mark) it is placed by request, as device sharing grants it (before: it waited for GPU 0
-    # to free); without the mark the paper's rule still refuses it.
+    # to free; horus-paper until it shared ``parts/by_request.py``); without the mark the paper's rule still refuses it.
     state = make_state({"a": (0.8, 2_000, 0.1), "b": (0.5, 2_000, 0.1)}, gpus_per_node=1)
     run_job(state, "A", "a", (0,), fraction=0.5)
     queue(state, "B", "b", fraction=0.5)
-    assert starts(POLICIES.create("horus").schedule(state)) == {}
+    assert starts(POLICIES.create(name).schedule(state)) == {}
     state.queue["B"].within_guarantee = True
-    assert starts(POLICIES.create("horus").schedule(state)) == {"B": (0,)}
+    assert starts(POLICIES.create(name).schedule(state)) == {"B": (0,)}
 
 
-def test_a_fractional_pod_whose_requested_share_does_not_fit_waits_even_within_its_guarantee() -> None:
+@pytest.mark.parametrize("name", ["horus", "horus-paper"])
+def test_a_fractional_pod_whose_requested_share_does_not_fit_waits_even_within_its_guarantee(name: str) -> None:
     state = make_state({"a": (0.8, 2_000, 0.1), "b": (0.5, 2_000, 0.1)}, gpus_per_node=1)
     run_job(state, "A", "a", (0,), fraction=0.6)
     queue(state, "B", "b", fraction=0.5)
     state.queue["B"].within_guarantee = True
-    assert starts(POLICIES.create("horus").schedule(state)) == {}
+    assert starts(POLICIES.create(name).schedule(state)) == {}
+
+
+def test_horus_paper_places_by_request_only_after_its_rule_and_in_queue_order() -> None:
+    # Two half-GPU pods within their guarantee, both refused by the rule (summed utilization above the cap) on GPU 0:
+    # the first in queue order takes the room its request leaves; the second no longer fits by request and waits.
+    state = make_state({"a": (0.8, 2_000, 0.1), "b": (0.5, 2_000, 0.1)}, gpus_per_node=1)
+    run_job(state, "A", "a", (0,), fraction=0.5)
+    queue(state, "B", "b", fraction=0.5)
+    queue(state, "C", "b", fraction=0.5)
+    for jid in ("B", "C"):
+        state.queue[jid].within_guarantee = True
+    assert starts(POLICIES.create("horus-paper").schedule(state)) == {"B": (0,)}

@@ -60,6 +60,7 @@ from horus.policies.base import POLICIES, Action, Policy, Start
 from horus.policies.orders.sjf import SjfOrder, predicted_remaining_s
 from horus.policies.orders.tiresias import TiresiasOrder
 from horus.policies.parts.attained_service import ServiceHistory
+from horus.policies.parts.by_request import place_by_request
 from horus.policies.parts.cluster_index import cluster_index, job_mem_per_gpu
 from horus.policies.parts.cycle import Cycle, migrate, unpack
 from horus.policies.parts.gpu_selection import select_gpus
@@ -384,31 +385,16 @@ class AdaptiveHorusPolicy(Policy):
         return blocked, plan
 
     def _by_request(self, job: QueuedJob, load: GPULoad, state: SchedulerState) -> tuple[int, ...] | None:
-        """A one-GPU pod requesting a fraction, within its queue's guarantee (a tenancy's ``within_guarantee``),
-        that the paper's rule refused: the GPU where its requested share
-        fits (requests summed with the residents' at most 1), its predicted memory fits (``mem_margin`` of the
-        fractional placement spare), fewer than that placement's ``max_residents`` reside and no type that failed
-        out of memory does; the least predicted utilization first (ties: lowest index). A requested fraction is
-        what device sharing (HAMi, Kubernetes' GPU sharing) grants and enforces, so it is placed by request, as
-        those do, and not refused for predicted utilization: under a tenancy the refusal kept a pod within its
-        queue's guarantee waiting on GPUs whose requests had room (openb, 1 % of its nodes: 262 of the 284 GPU-h
-        of ``BE``'s guarantee gap, docs/tenancy.md). Only such pods: for every fractional pod, tenant-unaware horus
-        on that cell lost to the interference (mean JCT 34.4 -> 50.8 h). None where no GPU fits."""
-        spec = job.spec
-        if spec.num_gpus != 1 or needs_empty_gpu(job) or spec.job_type in self.oom_types:
+        """A one-GPU pod requesting a fraction, within its queue's guarantee, that the paper's rule refused: placed by
+        its request (``parts.by_request.place_by_request``, the fractional placement's ``mem_margin`` and
+        ``max_residents``), not on a GPU holding a type that failed out of memory, nor if its own type did. Only such
+        pods: for every fractional pod, tenant-unaware horus on openb's 1 % cell lost to the interference (mean JCT
+        34.4 -> 50.8 h). None where no GPU fits."""
+        if job.spec.job_type in self.oom_types:
             return None
         frac = self.fractional
-        mem = job_mem_per_gpu(spec, state, self.idx)
-        fits = ((load.alloc_share + gpu_share(spec) <= 1.0 + EPS) & (load.n_residents < frac.max_residents)
-                & (load.pred_mem_mib + mem <= (1.0 - frac.mem_margin) * state.mem_capacity_mib)
-                & ~self._oom_hosts(state))
-        allowed = self.idx.allowed(spec)
-        if allowed is not None:
-            fits &= allowed
-        where = np.flatnonzero(fits)
-        if not len(where):
-            return None
-        return (int(where[np.argmin(load.pred_util[where])]),)
+        return place_by_request(job, load, state, self.idx, max_residents=frac.max_residents,
+                                mem_margin=frac.mem_margin, barred=self._oom_hosts(state))
 
     def _critical(self, state: SchedulerState) -> list[QueuedJob]:
         """The longest queued jobs whose predicted run time reaches past the remaining work horizon (all

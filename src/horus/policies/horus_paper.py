@@ -1,6 +1,8 @@
 """``horus-paper``: the original Horus rule -- look-ahead over the first K queued jobs with the placement cost
 from predicted utilization, memory and co-runners (summed predicted utilization under a cap). Kept for
-reference; ``horus`` (``horus_adaptive``) co-locates only where predicted gain and avoided wait pay."""
+reference; ``horus`` (``horus_adaptive``) co-locates only where predicted gain and avoided wait pay. Under a tenancy,
+a fractional pod within its queue's guarantee that the rule refuses is placed by its request, as in ``horus``
+(``parts/by_request.py``)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from horus.policies.base import POLICIES, Action, Policy, Start
+from horus.policies.parts.by_request import place_by_request
+from horus.policies.parts.cluster_index import cluster_index
 from horus.policies.parts.fit_counts import FitCounts
 from horus.policies.parts.ordered import Placement
 from horus.policies.placements.horus import HorusPlacement
@@ -80,10 +84,43 @@ class HorusPolicy(Policy):
     def schedule(self, state: SchedulerState) -> list[Action]:
         if not state.queue:
             return []
+        started, load = self._by_rule(state)
+        started += self._by_request(state, load, {job.spec.job_id for job, _ in started})
+        return [Start(job.spec.job_id, gpus) for job, gpus in started]
+
+    def _by_request(self, state: SchedulerState, load: GPULoad,
+                    started: set[str]) -> list[tuple[QueuedJob, tuple[int, ...]]]:
+        """Under a tenancy, the first ``lookahead`` waiting jobs that are one-GPU pods requesting a fraction within
+        their queue's guarantee (``QueuedJob.within_guarantee``) and that the rule left waiting, in queue order, each
+        placed by its request on ``load`` (the rule's plan; ``parts.by_request.place_by_request``, the placement's
+        ``mem_margin`` and ``max_residents``), as the adaptive ``horus`` does: refused for predicted utilization, such
+        pods kept ``BE`` at 0.735 of its guarantee on openb's 1 % cell (docs/tenancy.md). Without a tenancy no job is
+        marked and nothing changes."""
+        out: list[tuple[QueuedJob, tuple[int, ...]]] = []
+        placement = self.placement
+        for job in islice(state.queue.values(), self.lookahead):
+            if not job.within_guarantee or job.spec.job_id in started:
+                continue
+            gpus = place_by_request(job, load, state, cluster_index(state.cluster),
+                                    max_residents=placement.max_residents, mem_margin=placement.mem_margin)
+            if gpus is None:
+                continue
+            out.append((job, gpus))
+            self.note_start(job, gpus, state)
+            self.bypassed.pop(job.spec.job_id, None)
+            if load is state.load:
+                load = load.copy()
+            load.add(gpus, self.job_load(job, gpus[0], state), gpu_share(job.spec))
+        return out
+
+    def _by_rule(self, state: SchedulerState) -> tuple[list[tuple[QueuedJob, tuple[int, ...]]], GPULoad]:
+        """The paper's rule over the look-ahead window: the planned starts and the load they leave (``state.load``
+        itself where none; without the last start when it emptied the window, as then no queued job of the first
+        ``lookahead`` is left for ``_by_request`` to place)."""
         blocked = self._blocked.recall(state)
         if blocked and blocked.issuperset(islice(state.queue, self.lookahead)):  # the queue is keyed by job id
             self._blocked.renew(state)
-            return []
+            return [], state.load
         queue_iter = iter(state.queue.values())
         window = list(islice(queue_iter, self.lookahead))
         load = self.planning_load(state)
@@ -91,11 +128,11 @@ class HorusPolicy(Policy):
         admitted = self._admitted(window, load, state)
         if admitted is not None and not admitted.any():  # every job refused: the window would start none
             self._remember(state, window)
-            return []
+            return [], state.load
         placement.begin(load, state)
         if not placement.any_room():
             self._remember(state, window)
-            return []
+            return [], state.load
         plan = _Window(self, load, state, window, blocked, admitted)
         started: list[tuple[QueuedJob, tuple[int, ...]]] = []
         while plan.waiting:
@@ -127,7 +164,7 @@ class HorusPolicy(Policy):
             # still does not: load only grew), plus the job that refilled the window.
             plan.choose(plan.stale(gpus, refill is not None))
         self._remember_ids(state, plan.waiting_ids())
-        return [Start(job.spec.job_id, gpus) for job, gpus in started]
+        return started, load
 
     def _admitted(self, window: list[QueuedJob], load: GPULoad, state: SchedulerState) -> np.ndarray | None:
         """The placement's ``possible_rows`` of the ``window`` jobs on ``load`` (the window's first ``choose`` asks
