@@ -183,3 +183,24 @@ def test_horus_paper_places_by_request_only_after_its_rule_and_in_queue_order() 
     for jid in ("B", "C"):
         state.queue[jid].within_guarantee = True
     assert starts(POLICIES.create("horus-paper").schedule(state)) == {"B": (0,)}
+
+
+def test_a_kinds_kept_offer_is_dropped_when_a_type_fails_out_of_memory_in_the_same_call() -> None:
+    """X (type c) is refused only by the wait test and its GPUs are kept for kind c on this planned load; then a
+    background job of type t that failed out of memory makes t an out-of-memory type, so GPU 0 (running a t job)
+    takes no joins. Z (type c, same kind as X) must not take the offer kept before that: it joins GPU 1 or waits.
+    (A review found the kept offer reused GPU 0.)"""
+    s = make_state({"t": (0.6, 2000, 0.1), "a": (0.6, 2000, 0.1), "c": (0.6, 2000, 0.1), "g": (0.6, 2000, 0.1)},
+                   nodes=2, gpus_per_node=1)
+    run_job(s, "R0", "t", (0,), iterations=1e5)  # ~1e4 s left on GPU 0
+    run_job(s, "R1", "a", (1,), iterations=1e3)  # ~100 s left on GPU 1
+    queue(s, "X", "c", iterations=1e5)  # head: refused by the wait test
+    queue(s, "B", "g", gpus=2, iterations=2e5)  # head: a blocked gang
+    queue(s, "Z", "c", iterations=1e6)  # background tail, X's kind
+    queue(s, "Y", "t", iterations=1e7)  # background tail, the longest: failed out of memory
+    s.queue["Y"].oom_failures = 1
+    failed_type = s.queue["Y"].spec.job_type
+    policy = POLICIES.create("horus", max_scan=2, critical_path=False, migrate=False)
+    started = starts(policy.schedule(s))
+    assert failed_type in policy.oom_types
+    assert started.get("Z") != (0,)

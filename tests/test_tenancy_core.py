@@ -378,6 +378,21 @@ def test_a_guaranteed_pod_the_policy_keeps_off_shared_gpus_counts_a_whole_gpu_to
         assert int((state.load.n_residents == 0).sum()) == (1 if reclaims else 0)
 
 
+def test_the_core_hands_the_admission_the_policys_may_share() -> None:
+    """``SchedulerCore`` wires ``Admission.shares_gpu`` to the policy's ``may_share``: a pod whose type failed out of
+    memory under horus is no sharer for the admission either."""
+    from horus.core import SchedulerCore
+
+    state = SchedulerState(tiny(2), build_predictor("physical", None))
+    policy = create_policy("horus")
+    core = SchedulerCore(state, policy, None, tenancy=Tenancy({"a": Queue("a", {"*": 1.0})}))  # type: ignore[arg-type]
+    assert core.admission is not None
+    spec = pod("p", 0.0, "a", 0.5)
+    assert core.admission.shares_gpu(QueuedJob(spec, 0.0))
+    policy.oom_types.add(spec.job_type)
+    assert not core.admission.shares_gpu(QueuedJob(spec, 0.0))
+
+
 def test_horus_keeps_a_type_that_failed_out_of_memory_off_shared_gpus() -> None:
     """The adaptive policy's ``may_share`` (what the admission and wait reasons read) says no for a job that, or whose
     type, failed out of memory, as its placement does."""

@@ -148,6 +148,7 @@ class _Plan:
     # a kind's best paying GPUs on this planned load, which only the wait test can still refuse for a job of it
     offers: dict[tuple[str, int, str | None], tuple[tuple[int, ...], float, float, float]] = field(
         default_factory=dict)
+    offers_oom: int = 0  # how many job types had failed out of memory when ``offers`` were made (more bar GPUs)
     sig_ids: np.ndarray | None = None  # GPU -> signature id with this call's planned types (``GpuSignatures``)
     # gang signature id -> each resident's (GPUs, believed current throughput): a gang's current rate varies per call
     gang_patterns: dict[int, tuple[tuple[int, float], ...]] = field(default_factory=dict)
@@ -506,6 +507,9 @@ class AdaptiveHorusPolicy(Policy):
         kind = (spec.job_type, k, spec.gpu_type_request)
         if kind in plan.no_gain:
             return None  # an earlier job of this kind found no GPU worth sharing on this planned load
+        if plan.offers_oom != len(self.oom_types):  # a type failed out of memory since: its GPUs no longer take joins
+            plan.offers.clear()
+            plan.offers_oom = len(self.oom_types)
         offer = plan.offers.get(kind)
         if offer is not None:  # a job of this kind found these GPUs on this planned load before: only the wait differs
             return self._worth_waiting(job, state, gpus_needed, snap, *offer)
