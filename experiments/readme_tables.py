@@ -48,12 +48,15 @@ def _row(cells: list[str]) -> str:
 
 
 def rewrite(readme: str, sweep: dict) -> str:
-    """``readme`` with the three tables' cells recomputed from ``sweep``; raises KeyError naming a missing cell."""
+    """``readme`` with the three tables' cells recomputed from ``sweep``; KeyError for a cell the sweep lacks,
+    ValueError for a table the README lacks."""
     aggregate = {(r["truth"], r["scale"], r["kind"], r["load"], r["policy"]): r for r in sweep["aggregate"]}
     lines = readme.splitlines()
 
     def table(header_start: str) -> tuple[list[str], range]:
-        start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+        start = next((i for i, line in enumerate(lines) if line.startswith(header_start)), None)
+        if start is None:
+            raise ValueError(f"the README has no table whose header starts {header_start!r}")
         end = start + 2
         while end < len(lines) and lines[end].startswith("|"):
             end += 1

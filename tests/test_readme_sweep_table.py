@@ -80,3 +80,21 @@ def test_the_goal_table_matches_the_sweep() -> None:
         value = f"{goal['measured']:+.0f}" if goal.get("count") else percent(goal["measured"], 1)
         assert row[4] == value.replace("-", "−"), row
         assert row[5] == ("yes" if goal["met"] else "**no**")
+
+
+def test_the_generator_leaves_the_readme_as_it_is() -> None:
+    """``experiments/readme_tables.py`` (what ``sweep.py`` runs after a sweep) rewrites the three tables to what the
+    README holds: the tables above and the generator agree, and a sweep re-run rewrites them in place."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_tables", ROOT / "experiments" / "readme_tables.py")
+    assert spec is not None and spec.loader is not None
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    assert tables.rewrite(README, SWEEP) == README
+    # a changed figure in the sweep shows in the rewritten README
+    changed = json.loads(json.dumps(SWEEP))
+    row = next(r for r in changed["aggregate"] if (r["truth"], r["scale"], r["kind"], r["load"], r["policy"])
+               == ("parametric", 1.0, "stream", 2.5, "horus"))
+    row["mean_jct_s_vs_fifo"] = -0.99
+    assert "| parametric x1 | load 2.5 | −99 %" in tables.rewrite(README, changed)
