@@ -51,6 +51,7 @@ class HorusPolicy(Policy):
         self.max_bypass = max_bypass
         self.placement = placement or HorusPlacement(util_cap=util_cap, mem_margin=mem_margin,
                                                      max_residents=max_residents, weights=weights)
+        self.max_residents = self.placement.max_residents  # what the core reads (wait reasons, a tenancy's slots)
         self.bypassed: dict[str, int] = {}
         self._blocked: PlanMemo[frozenset[str]] = PlanMemo(frozenset())  # jobs unplaceable under the planned load
         self._fit_counts: FitCounts | None = None  # ``_admitted``: per window job, the GPUs that could take it
