@@ -393,6 +393,18 @@ def test_the_core_hands_the_admission_the_policys_may_share() -> None:
     assert not core.admission.shares_gpu(QueuedJob(spec, 0.0))
 
 
+def test_the_admission_counts_as_many_slots_per_gpu_as_the_policy_places() -> None:
+    """horus-paper places up to its placement's ``max_residents`` (4) jobs on a GPU; the core gives a tenancy's
+    admission that many worker slots (before: the base class's None, read as 2)."""
+    from horus.core import SchedulerCore
+
+    for name, slots in (("horus-paper", 4), ("horus", 3), ("fifo-exclusive", 1)):
+        state = SchedulerState(tiny(2), build_predictor("physical", None))
+        core = SchedulerCore(state, create_policy(name), None,  # type: ignore[arg-type]
+                             tenancy=Tenancy({"a": Queue("a", {"*": 1.0})}))
+        assert core.admission is not None and core.admission.slots_per_gpu == slots, name
+
+
 def test_horus_keeps_a_type_that_failed_out_of_memory_off_shared_gpus() -> None:
     """The adaptive policy's ``may_share`` (what the admission and wait reasons read) says no for a job that, or whose
     type, failed out of memory, as its placement does."""
