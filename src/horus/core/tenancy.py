@@ -44,6 +44,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import islice
+from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -802,13 +803,13 @@ class Admission:
                 borrowed_small.setdefault(key, []).append(need)
             else:
                 borrowed[key] = borrowed.get(key, 0.0) + job.spec.num_gpus
-        def under(per_key: dict[str, float], key: str) -> float:  # borrowed jobs that may take GPUs counted under key
-            return per_key.get(key, 0.0) + (per_key.get(ANY_TYPE, 0.0) if key != ANY_TYPE else 0.0)
+        def under(per_key: dict[str, Any], key: str, none: Any) -> Any:  # borrowed jobs that may take key's GPUs
+            return per_key.get(key, none) + (per_key.get(ANY_TYPE, none) if key != ANY_TYPE else none)
 
         if borrowed_too:
             for key in waiting:
-                waiting[key] += under(borrowed, key)
-                extra = borrowed_small.get(key, []) + (borrowed_small.get(ANY_TYPE, []) if key != ANY_TYPE else [])
+                waiting[key] += under(borrowed, key, 0.0)
+                extra = under(borrowed_small, key, [])
                 if extra:
                     small.setdefault(key, []).extend(extra)
         if not waiting:

@@ -442,11 +442,12 @@ class AdaptiveHorusPolicy(Policy):
         return gpu_share(job.spec) < 1.0 - EPS or job.spec.num_gpus == 1 or self.gangs != "off"
 
     def _may_share(self, job: QueuedJob) -> bool:
+        """``may_share`` for the queue walk's joins (whole-GPU jobs only: a fractional pod goes by its placement),
+        recording the type of a job that failed out of memory."""
         if needs_empty_gpu(job):  # it failed out of memory: its type's memory is under-predicted
             self.oom_types.add(job.spec.job_type)
             return False
-        return (self.colocate and job.spec.job_type not in self.oom_types and gpu_share(job.spec) >= 1.0 - EPS
-                and (job.spec.num_gpus == 1 or self.gangs != "off"))
+        return gpu_share(job.spec) >= 1.0 - EPS and self.may_share(job)
 
     def _oom_hosts(self, state: SchedulerState) -> np.ndarray:
         """GPUs holding a job of a type that failed out of memory before (no one joins them), cached per load."""

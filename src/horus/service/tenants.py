@@ -117,7 +117,8 @@ def seed(store: Store, tenancy: Tenancy, now: float) -> bool:
 
 def carry_ledger(old: Admission | None, new: Admission | None) -> None:
     """A rebuilt core's admission keeps what the previous one integrated (fair-share history and deficit, reclaims,
-    the jobs the fair-share reclaim helped) for the queues both know; present charges and reservations are derived again from the new state."""
+    the jobs the fair-share reclaim helped) for the queues both know; present charges and reservations are derived
+    again from the new state."""
     if old is None or new is None:
         return
     for name, acc in new.accounts.items():
